@@ -59,8 +59,11 @@ lint: $(STAMP)
 
 # Optional: Dask for `tpufleet sweep --cluster` and the local cluster (sweeps also run serially without it), PyArrow for
 # goodput-report's typed reader, and DuckDB and Polars, the baselines of `make bench`.
+# Then goodput-report's compiled loop and accounting helpers are compiled into Numba's cache (about 10 s, once),
+# which the first report of a large log would otherwise pay for.
 sweep-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-sweep.lock
+	$(BIN)/python -c "from tpufleet.goodput import compiledaccount; compiledaccount.prepared()"
 
 # Optional: Debian's PostgreSQL server for the database backend's tests (they start their own server in a
 # temporary directory; without it they skip, saying why). Needs root or sudo.

@@ -269,3 +269,60 @@ def test_the_checkpoint_rule_by_the_kernel_is_the_rule(
         lo = max([x for x in restarts if x <= t], default=-np.inf)
         inside = saves_step[(saves_t >= lo) & (saves_t <= cut)]
         assert productive[k] == (sn[k] <= (inside.max() if len(inside) else -1))
+
+
+_SIGNATURES = """
+import json, sys
+from pathlib import Path
+from tpufleet.goodput import compiledaccount
+assert compiledaccount.prepared()
+from tpufleet.goodput import accountkernel, linekernel, sumkernel
+def signatures():
+    return {f"{m.__name__}.{n}": len(f.signatures) for m in (accountkernel, linekernel, sumkernel)
+            for n, f in vars(m).items() if hasattr(f, "signatures") and hasattr(f, "py_func")}
+before = signatures()
+from tpufleet.state import goodputpool
+goodputpool.COMPILED_MIN_BYTES = 0
+from tpufleet.ops.goodput import build
+build([Path(sys.argv[1])], by=["accelerator"], period="day", windows=[("1h", 3600.0)], keep_timelines=1)
+build([Path(sys.argv[1])], by=[], period=None)
+print(json.dumps({name: [before.get(name), count] for name, count in signatures().items() if before.get(name) != count}))
+"""
+
+
+def _busy_job(job: str, steps: int) -> list[str]:
+    """A job's events as tpufleet writes them: steps (some 2000 intervals), a checkpoint every 100, one failure."""
+    t, out = 1767571200.0, []
+
+    def ev(name: str, extra: str = "") -> None:
+        out.append(f'{{"type":"event","job":"{job}","time":{t:.3f},"event":"{name}"{extra}}}')
+
+    ev("job_start")
+    for step in range(steps):
+        ev("step_start", f',"step":{step}')
+        t += 1.5
+        if step % 100 == 99:
+            ev("checkpoint_start")
+            t += 0.25
+            ev("checkpoint_end")
+        if step == steps // 2:
+            ev("failure")
+            t += 30.0
+            ev("job_start")
+    ev("job_end")
+    return out
+
+
+def test_prepared_compiles_every_helper_a_report_calls(tmp_path):
+    """`compiledaccount.prepared` (what `make sweep-deps` runs) leaves nothing for a report to compile: a helper
+    called with argument types its check examples did not use (int8 labels) was compiled again on each new install's
+    first large report. Run in a fresh interpreter: this one's helpers may have been compiled for anything."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("\n".join(_busy_job("big", 1200) + _busy_job("small", 30)) + "\n")
+    out = subprocess.run(
+        [sys.executable, "-c", _SIGNATURES, str(path)], capture_output=True, text=True, check=True, timeout=600
+    )
+    assert out.stdout.strip() == "{}", f"compiled during the report (before, after): {out.stdout}"

@@ -254,6 +254,12 @@ def _plain(array: Any, dtype: Any = None) -> bool:
     )
 
 
+def prepared() -> bool:
+    """Whether the compiled loop (`linescan`) and these helpers can be used, loading both now: compiling them the
+    first time and caching them, which a large report would otherwise pay for (`make sweep-deps` calls this)."""
+    return linescan.available() and _kernel() is not None
+
+
 @functools.cache
 def _kernel() -> Any:
     """The compiled helpers, compiled or loaded from their cache now; None when that fails (numpy is used then)

@@ -73,10 +73,11 @@ def _sums_right(kernel: Any) -> bool:
     bounds, full = np.array([0.0, 1.0, 3.0, 6.0]), np.array([True, True, False])
     right &= kernel.tally(bounds, np.array([1, 3, 3]), full, 0.0, 6.0, sums, use, spans)[:2] == (2, 3.0)
     right &= sums.tolist() == [0.0, 1.0, 0.0, 2.0] and use.tolist() == [True, True, False]
-    seconds, by_label = np.zeros(1), np.zeros((1, 3))
-    own = (np.array([0.0, 2.0]), np.array([2.0, 5.0]), np.array([1, 2]))
-    right &= kernel.by_slices(*own, np.array([1.0]), np.array([4.0]), seconds, by_label)
-    right &= seconds.tolist() == [3.0] and by_label.tolist() == [[0.0, 1.0, 2.0]]
+    for label_type in (np.int64, np.int8):  # a fresh account's labels and a compacted one's: each compiled now
+        seconds, by_label = np.zeros(1), np.zeros((1, 3))
+        own = (np.array([0.0, 2.0]), np.array([2.0, 5.0]), np.array([1, 2], dtype=label_type))
+        right &= kernel.by_slices(*own, np.array([1.0]), np.array([4.0]), seconds, by_label)
+        right &= seconds.tolist() == [3.0] and by_label.tolist() == [[0.0, 1.0, 2.0]]
     paired = np.zeros(2), np.zeros(2)
     times, stops = np.array([0.0, 1.0, 2.0, 3.0]), np.array([2.5])
     right &= kernel.pair_ends(times, np.array([0, 2]), np.array([1, 3]), stops, 9.0, *paired)

@@ -14,7 +14,6 @@ into whole lines `goodputpieces`, the worker processes `goodputpool`.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,7 +225,7 @@ def _load_one(
     if native:
         return _read_native_file(fh, name, limit, log, reading, pool)
     data = _read_whole(fh, name, limit)
-    content = Content(len(data), zlib.crc32(data))
+    content = Content(len(data), crcjoin.crc32(data))
     if getattr(fh, "cut_short", False):
         data = data[: _last_line_end(data)]  # the line the cut runs through is not read (`_after_cut`)
     elif reading.whole_lines:
