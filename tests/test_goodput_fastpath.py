@@ -311,13 +311,13 @@ def test_decoding_workers_come_from_a_fork_server_and_are_closed_not_killed(monk
 _DECODE_PIECE = goodputpool.decode_piece
 
 
-def _decode_but_die_in_a_worker(piece: bytes, compiled: bool = False, feeds: int | None = None) -> Any:
+def _decode_but_die_in_a_worker(piece: bytes, compiled: bool = False) -> Any:
     """`decode_piece`, except that a worker process running it dies at once (as one the OOM killer picks)."""
     import multiprocessing
 
     if multiprocessing.parent_process() is not None:
         os._exit(9)
-    return _DECODE_PIECE(piece, compiled, feeds)
+    return _DECODE_PIECE(piece, compiled)
 
 
 def test_a_decoding_worker_killed_leaves_its_pieces_to_the_report_not_a_wait_for_ever(tmp_path, monkeypatch):

@@ -81,8 +81,8 @@ def report(paths: list[Path], compiled: bool, skip_bad: bool, chunk: int) -> tup
         if compiled:
             real = linescan.decode_piece
 
-            def counted(piece: bytes, feeds: int | None = None) -> Any:
-                decoded = real(piece, feeds)
+            def counted(piece: bytes) -> Any:
+                decoded = real(piece)
                 taken.append(decoded is not None)
                 return decoded
 
@@ -219,9 +219,9 @@ def test_a_log_over_the_threshold_is_read_by_the_loop(tmp_path, monkeypatch):
     calls: list[int] = []
     real = linescan.decode_piece
 
-    def counted(piece: bytes, feeds: int | None = None) -> Any:
+    def counted(piece: bytes) -> Any:
         calls.append(1)
-        return real(piece, feeds)
+        return real(piece)
 
     monkeypatch.setattr(linescan, "decode_piece", counted)
     monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", path.stat().st_size + 1)
@@ -287,6 +287,12 @@ def test_a_piece_of_very_short_lines_is_left_to_msgspec():
     assert linescan.decode_piece(b"{}\n" * 100_000) is None
     line = b'{"type":"event","job":"j","time":1767571300.5,"event":"drain"}\n'
     assert linescan.decode_piece(line * 1000) is not None
+    # records msgspec takes, 30 bytes a line: the loop's columns fill before the piece ends, and it is left whole
+    schema = b'{"type":"schema","version":1}\n'
+    assert linescan.decode_piece(line * 20 + schema * 1000) is None
+    assert fastread.decode_piece(line * 20 + schema * 1000) is not None
+    taken = linescan.decode_piece(line * 1000 + schema * 1000)  # (55 bytes a line on average)
+    assert taken is not None and taken.lines == 2000
 
 
 @settings(max_examples=50, derandomize=True, deadline=None)
@@ -324,3 +330,27 @@ def test_the_loops_load_without_scipys_blas_and_leave_it_importable():
     pytest.importorskip("scipy.linalg", reason="SciPy is not installed: nothing to hide")
     out = subprocess.run([sys.executable, "-c", _LOADED_WITHOUT_SCIPY_BLAS], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[0] == "True [] True", out.stderr
+
+
+_BREAKS = ["\n", "\n", "\n", "\r\n", "\r"]
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(st.integers(0, 10**6), st.integers(0, 4), st.lists(st.sampled_from(_BREAKS), min_size=1), st.booleans())
+def test_a_pieces_line_ends_are_its_line_breaks_whichever_reader_decodes_it(seed, defects, breaks, last):
+    """The line ends `framed` gives the reading thread (which numbers the next piece's lines from them) are the
+    piece's line breaks (a CR LF one) whether a decoder took the piece (its lines, not counted again) or not: the
+    loop, msgspec's reader and Arrow's each read a line a line feed."""
+    rng = random.Random(seed)
+    if defects:  # a varied log, some of it in forms each reader leaves to the next
+        lines = [_compact(line, rng) for line in with_defects(seed, 2, defects - 1)]
+        lines += rng.sample(NUMBER_DEFECTS, defects)
+    else:  # events in tpufleet's form, and a job record: every reader takes them
+        lines = [_event(f"job-{k % 3}", f"{B + k + 0.5}", rng) for k in range(rng.randint(1, 50))]
+        lines.insert(rng.randint(0, len(lines)), '{"type":"job","job":"job-1","chips":8}')
+    text = "".join(line + breaks[k % len(breaks)] for k, line in enumerate(lines))
+    piece = (text if last else text.rstrip("\r\n")).encode()
+    for compiled in (True, False):
+        decoded, _, ends = goodputpool.framed(piece, 1, compiled)
+        assert ends == piece.count(b"\n") + piece.count(b"\r") - piece.count(b"\r\n"), (compiled, decoded is None)
+        assert decoded is not None or defects or set(breaks) != {"\n"}  # (the decoders' own count is reached)

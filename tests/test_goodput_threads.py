@@ -172,8 +172,8 @@ def test_the_compiled_loop_runs_on_threads_beside_the_reading(tmp_path, monkeypa
     where: list[tuple[str, bool]] = []
     real = linescan.decode_piece
 
-    def recorded(piece: bytes, feeds: int | None = None) -> Any:
-        decoded = real(piece, feeds)
+    def recorded(piece: bytes) -> Any:
+        decoded = real(piece)
         where.append((threading.current_thread().name, decoded is not None))
         return decoded
 

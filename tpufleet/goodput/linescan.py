@@ -46,6 +46,8 @@ def _kernel() -> Any:
         return None
     import warnings
 
+    import numpy as np
+
     try:
         with warnings.catch_warnings(), without_scipy_blas():  # Numba warns of a cache it cannot write: the loop is
             warnings.simplefilter("ignore")  # compiled each time
@@ -53,9 +55,11 @@ def _kernel() -> Any:
             if linekernel.numba.config.DISABLE_JIT:  # Numba's debug switch: the loop would run as Python on numpy
                 return None  # bytes (uint8 arithmetic that wraps), and slowly
             _, t, cols, counts = _scanned(linekernel, _CHECK_LINE) or (0, [0], [[0]], ())  # compiled (or loaded) now
+            filled = linekernel.scan(np.frombuffer(_CHECK_LINE * 2, dtype=np.uint8), *_tables(), *_columns(1))[3]
     except Exception:  # noqa: BLE001  (Numba's own failures, a compiler or cache error, have no common base)
         return None
-    return linekernel if (counts, t[0], cols[1][0]) == ((1, 1, 0), 1767571300.5, 300) else None
+    right = (counts, t[0], cols[1][0]) == ((1, 1, 0), 1767571300.5, 300) and filled  # (two lines, a row: full)
+    return linekernel if right else None
 
 
 @contextmanager
@@ -124,16 +128,16 @@ def _tables() -> tuple[Any, Any, Any, Any, Any]:
     )
 
 
-def decode_piece(piece: bytes, feeds: int | None = None) -> Decoded | None:
-    """A piece of whole lines decoded as `fastread.decode_piece` does (the same Decoded); None when it is not
-    in the taken form, the caller then gives it to msgspec's reader. `feeds`: its line feeds, when counted already
-    (`line_feeds`)."""
+def decode_piece(piece: bytes) -> Decoded | None:
+    """A piece of whole lines decoded as `fastread.decode_piece` does (the same Decoded, whose `lines` are the
+    piece's line feeds and a last line without one); None when it is not in the taken form, the caller then gives
+    it to msgspec's reader."""
     kernel = _kernel()
     if kernel is None or not msgspec_available():
         return None
     import numpy as np
 
-    scanned = _scanned(kernel, piece, feeds)
+    scanned = _scanned(kernel, piece)
     if scanned is None:
         return None
     lines, t, cols, (events, runs, other) = scanned
@@ -147,20 +151,24 @@ def decode_piece(piece: bytes, feeds: int | None = None) -> Decoded | None:
     return Decoded(lines, group_runs(names, cols[3, :runs], t[:events], code, step, chips), others)
 
 
-def _scanned(kernel: Any, piece: bytes, feeds: int | None = None) -> tuple[int, Any, Any, tuple[int, int, int]] | None:
-    """The loop run over a piece (of `feeds` line feeds, when counted already): its lines, time column, other
-    columns and (events, runs, other lines); None for a piece of lines too short to be worth columns
-    (MIN_MEAN_LINE_BYTES)."""
+def _scanned(kernel: Any, piece: bytes) -> tuple[int, Any, Any, tuple[int, int, int]] | None:
+    """The loop run over a piece: its lines, time column, other columns and (events, runs, other lines); None for
+    a piece of lines too short to be worth columns (more than one a MIN_MEAN_LINE_BYTES: the loop stops when its
+    columns, a row for each, are full). A line feed ends a line (other breaks are judged with the lines left), and
+    so does the piece's end."""
     import numpy as np
 
-    buf = np.frombuffer(piece, dtype=np.uint8)
-    # a line feed ends a line (other breaks are judged with the lines left), and so does the piece's end
-    lines = kernel.line_count(buf) if feeds is None else feeds + (len(piece) > 0 and piece[-1] != _LINE_FEED)
-    if lines * MIN_MEAN_LINE_BYTES > max(len(piece), MIN_MEAN_LINE_BYTES):
-        return None
-    t = np.empty(lines, dtype=np.float64)
-    cols = np.empty((9, lines), dtype=np.int64)
-    return lines, t, cols, kernel.scan(buf, *_tables(), t, cols)
+    t, cols = _columns(max(len(piece), MIN_MEAN_LINE_BYTES) // MIN_MEAN_LINE_BYTES)
+    events, runs, others, more = kernel.scan(np.frombuffer(piece, dtype=np.uint8), *_tables(), t, cols)
+    return None if more else (events + others, t, cols, (events, runs, others))
+
+
+def _columns(rows: int) -> tuple[Any, Any]:
+    """The loop's columns for up to `rows` lines: times, and the other nine (`linekernel.scan`). Rows never
+    written are never touched: their pages cost nothing."""
+    import numpy as np
+
+    return np.empty(rows, dtype=np.float64), np.empty((9, rows), dtype=np.int64)
 
 
 def _others(piece: bytes, spans: Any) -> list[tuple[int, str, dict[str, Any]]] | None:

@@ -44,9 +44,10 @@ def framed(piece: bytes, offset: int, compiled: bool) -> tuple[fastread.Decoded 
     """A piece's decoding (None: read it the standard way, as a piece starting with a byte-order mark is, which
     that reader drops), its CRC-32 and how many lines end in it: done where the piece is decoded, a worker thread
     or process, so that the reading thread only joins them in order (`crcjoin`), with no pass of its own over the
-    bytes (they were a third of its time)."""
-    feeds = linescan.line_feeds(piece) if compiled else None  # counted once, for the loop and the line ends
-    decoded = None if _bom(piece, offset) else decode_piece(piece, compiled, feeds)
+    bytes (they were a third of its time). A decoded piece's lines are its line feeds and a last line without one
+    (each decoder reads a line a feed): its feeds are not counted again."""
+    decoded = None if _bom(piece, offset) else decode_piece(piece, compiled)
+    feeds = None if decoded is None else decoded.lines - (piece[-1:] not in (b"\n", b""))
     return decoded, crcjoin.crc32(piece), _line_ends(piece, feeds)
 
 
@@ -109,12 +110,11 @@ def _interrupts_held() -> Iterator[None]:
         yield
 
 
-def decode_piece(piece: bytes, compiled: bool = False, feeds: int | None = None) -> fastread.Decoded | None:
+def decode_piece(piece: bytes, compiled: bool = False) -> fastread.Decoded | None:
     """A piece as msgspec's records, else as Arrow's typed columns (when one of them vouches for all of it); None:
     read it the standard way. The same answers each way; msgspec first, as the faster here (benchmarks/
-    bench_goodput.py measures both). With `compiled`, the compiled loop of event lines goes before them all (`feeds`:
-    the piece's line feeds, when counted already)."""
-    decoded = linescan.decode_piece(piece, feeds) if compiled else None
+    bench_goodput.py measures both). With `compiled`, the compiled loop of event lines goes before them all."""
+    decoded = linescan.decode_piece(piece) if compiled else None
     if decoded is not None:
         return decoded
     decoded = fastread.decode_piece(piece)
