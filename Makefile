@@ -63,7 +63,8 @@ lint: $(STAMP)
 # which the first report of a large log would otherwise pay for.
 sweep-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-sweep.lock
-	$(BIN)/python -c "from tpufleet.goodput import compiledaccount; compiledaccount.prepared()"
+	@$(BIN)/python -c "from tpufleet.goodput import compiledaccount as c; c.prepared() or print('warning: the compiled \
+	loop could not be compiled: goodput-report reads large logs with msgspec (the same answers, slower)')"
 
 # Optional: Debian's PostgreSQL server for the database backend's tests (they start their own server in a
 # temporary directory; without it they skip, saying why). Needs root or sudo.

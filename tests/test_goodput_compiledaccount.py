@@ -322,6 +322,8 @@ def test_prepared_compiles_every_helper_a_report_calls(tmp_path):
 
     path = tmp_path / "jobs.jsonl"
     path.write_text("\n".join(_busy_job("big", 1200) + _busy_job("small", 30)) + "\n")
+    with path.open("a", newline="") as log:  # a log written with CR LF: its lines counted apart, not by a decoder
+        log.write("".join(f"{line}\r\n" for line in _busy_job("windows", 30)))
     out = subprocess.run(
         [sys.executable, "-c", _SIGNATURES, str(path)], capture_output=True, text=True, check=True, timeout=600
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_goodput_columnar import DEFECTS, with_defects
 
@@ -336,8 +336,16 @@ _BREAKS = ["\n", "\n", "\n", "\r\n", "\r"]
 
 
 @settings(max_examples=60, derandomize=True, deadline=None)
-@given(st.integers(0, 10**6), st.integers(0, 4), st.lists(st.sampled_from(_BREAKS), min_size=1), st.booleans())
-def test_a_pieces_line_ends_are_its_line_breaks_whichever_reader_decodes_it(seed, defects, breaks, last):
+@given(
+    st.integers(0, 10**6),
+    st.integers(0, 4),
+    st.lists(st.sampled_from(_BREAKS), min_size=1),
+    st.booleans(),
+    st.sampled_from(["", " ", "\t "]),
+)
+@example(seed=0, defects=0, breaks=["\n"], last=True, spaces=" ")  # spaces after the last line feed
+@example(seed=0, defects=0, breaks=["\n"], last=False, spaces="\t ")  # after the last record
+def test_a_pieces_line_ends_are_its_line_breaks_whichever_reader_decodes_it(seed, defects, breaks, last, spaces):
     """The line ends `framed` gives the reading thread (which numbers the next piece's lines from them) are the
     piece's line breaks (a CR LF one) whether a decoder took the piece (its lines, not counted again) or not: the
     loop, msgspec's reader and Arrow's each read a line a line feed."""
@@ -349,7 +357,7 @@ def test_a_pieces_line_ends_are_its_line_breaks_whichever_reader_decodes_it(seed
         lines = [_event(f"job-{k % 3}", f"{B + k + 0.5}", rng) for k in range(rng.randint(1, 50))]
         lines.insert(rng.randint(0, len(lines)), '{"type":"job","job":"job-1","chips":8}')
     text = "".join(line + breaks[k % len(breaks)] for k, line in enumerate(lines))
-    piece = (text if last else text.rstrip("\r\n")).encode()
+    piece = ((text if last else text.rstrip("\r\n")) + spaces).encode()  # (spaces after the last line: no line)
     for compiled in (True, False):
         decoded, _, ends = goodputpool.framed(piece, 1, compiled)
         assert ends == piece.count(b"\n") + piece.count(b"\r") - piece.count(b"\r\n"), (compiled, decoded is None)

@@ -55,11 +55,22 @@ def _kernel() -> Any:
             if linekernel.numba.config.DISABLE_JIT:  # Numba's debug switch: the loop would run as Python on numpy
                 return None  # bytes (uint8 arithmetic that wraps), and slowly
             _, t, cols, counts = _scanned(linekernel, _CHECK_LINE) or (0, [0], [[0]], ())  # compiled (or loaded) now
-            filled = linekernel.scan(np.frombuffer(_CHECK_LINE * 2, dtype=np.uint8), *_tables(), *_columns(1))[3]
+            filled = _stops_when_full(linekernel)
+            feeds = linekernel.line_count(np.frombuffer(_CHECK_LINE * 3, dtype=np.uint8))  # (`line_feeds`' count)
     except Exception:  # noqa: BLE001  (Numba's own failures, a compiler or cache error, have no common base)
         return None
-    right = (counts, t[0], cols[1][0]) == ((1, 1, 0), 1767571300.5, 300) and filled  # (two lines, a row: full)
+    right = (counts, t[0], cols[1][0], feeds) == ((1, 1, 0), 1767571300.5, 300, 3) and filled
     return linekernel if right else None
+
+
+def _stops_when_full(linekernel: Any) -> bool:
+    """Whether the loop stops, saying so, once its columns are full: three lines into two rows (of columns with a
+    row to spare, so that a loop that did not stop writes nothing beyond them)."""
+    import numpy as np
+
+    t, cols = _columns(3)
+    events, _, _, more = linekernel.scan(np.frombuffer(_CHECK_LINE * 3, dtype=np.uint8), *_tables(), t[:2], cols)
+    return bool(more and events == 2)
 
 
 @contextmanager

@@ -44,10 +44,11 @@ def framed(piece: bytes, offset: int, compiled: bool) -> tuple[fastread.Decoded 
     """A piece's decoding (None: read it the standard way, as a piece starting with a byte-order mark is, which
     that reader drops), its CRC-32 and how many lines end in it: done where the piece is decoded, a worker thread
     or process, so that the reading thread only joins them in order (`crcjoin`), with no pass of its own over the
-    bytes (they were a third of its time). A decoded piece's lines are its line feeds and a last line without one
-    (each decoder reads a line a feed): its feeds are not counted again."""
+    bytes (they were a third of its time). A decoded piece's lines are its line feeds and a last record without
+    one (each decoder reads a line a feed; spaces after the last feed are no line to them): its feeds are not
+    counted again."""
     decoded = None if _bom(piece, offset) else decode_piece(piece, compiled)
-    feeds = None if decoded is None else decoded.lines - (piece[-1:] not in (b"\n", b""))
+    feeds = None if decoded is None else decoded.lines - (piece.rstrip(b" \t")[-1:] == b"}")
     return decoded, crcjoin.crc32(piece), _line_ends(piece, feeds)
 
 
