@@ -400,3 +400,35 @@ def test_productive_steps_counted_by_the_kernel_are_numpys(
             patch.setattr(linescan, "loaded", lambda compiled=compiled: compiled)
             found.append(jobfigures._productive_steps(run_steps, b, use, end))
     assert found[0] == found[1]
+
+
+@given(values=st.lists(st.one_of(_VALUE, st.sampled_from([0.0, -0.0])), max_size=300))
+@example(values=[-0.0] * 8)  # a block of -0.0s: numpy's sum starts from 0.0, so it is 0.0
+@example(values=[-0.0] * 129)
+def test_the_kernels_sum_has_numpys_sign_of_zero(kernel: Any, values: list[float]) -> None:
+    """The sum to the bit, a zero's sign included (`==` takes -0.0 for 0.0)."""
+    a = np.array(values, dtype=np.float64)
+    assert np.float64(kernel.pairwise_sum(a, 0, len(a))).tobytes() == np.sum(a).tobytes()
+
+
+def test_an_infinite_step_leaves_the_ideal_step_to_numpy(kernel: Any) -> None:
+    """Two middle durations whose sum overflows make numpy's median infinite and its MAD NaN: no ideal. The kernel's
+    walk of the distances went on past the NaN; a duration that is not finite is numpy's to judge."""
+    d = np.array([1.0, np.inf, 1e308, 1e308])
+    with np.errstate(invalid="ignore", over="ignore"):  # (numpy's rule meets inf - inf; no log holds such times)
+        assert _ideal(False, d) is None
+        assert _ideal(True, d) is None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linescan, "loaded", lambda: True)
+        assert compiledaccount.ideal_step(d, 1.0, 3.0) == (False, None)
+
+
+def test_columns_of_other_lengths_are_left_to_numpy(kernel: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernels read only the rows they are given: columns whose lengths disagree (no report gives them) are
+    not handed to them, where a kernel read past the shorter one."""
+    monkeypatch.setattr(linescan, "loaded", lambda: True)
+    st_, flags = np.array([0.5]), np.array([True])
+    assert compiledaccount.counted_steps(np.array([0.0]), (st_, st_ + 1, flags, flags), np.zeros(0, bool), 9.0) is None
+    own = (np.array([0.0, 2.0]), np.array([2.0]), np.array([1, 2]))
+    assert compiledaccount.by_slices(own, np.array([1.0]), np.array([4.0]), 3) is None
+    assert compiledaccount.by_slices((own[0], np.array([2.0, 5.0]), own[2]), np.array([1.0]), np.array([4.0]), 3)

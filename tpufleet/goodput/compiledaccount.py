@@ -123,12 +123,13 @@ def compiled_startup(
 
 def ideal_step(durations: Times, limit: float, mad_limit: float) -> tuple[bool, float | None]:
     """`health.ideal_step` by the kernel: (True, the ideal or None), or (False, None) when the kernel is not
-    loaded or a duration is NaN (the caller finds it then). The medians come from one sort of the durations
-    (numpy's, vectorized), where numpy's median partitions them twice."""
+    loaded or a duration is not finite (the caller finds it then: an infinite one can make numpy's median NaN,
+    which its rule keeps). The medians come from one sort of the durations (numpy's, vectorized), where numpy's
+    median partitions them twice."""
     import numpy as np
 
     kernel = _kernel() if linescan.loaded() else None
-    if kernel is None or not _plain(durations) or np.isnan(durations).any():
+    if kernel is None or not _plain(durations) or not np.isfinite(durations).all():
         return False, None
     ideal = float(kernel.ideal_step(durations, np.sort(durations[durations >= limit]), limit, mad_limit))
     return True, None if np.isnan(ideal) else ideal
@@ -202,6 +203,8 @@ def by_slices(own: tuple[Times, Times, Ints], lo: Times, hi: Times, width: int) 
     starts, ends, labels = own
     if kernel is None or not (_plain(starts) and _plain(ends) and _plain(lo) and _plain(hi)):
         return None
+    if len(ends) != len(starts) or len(hi) != len(lo):
+        return None
     if (
         not isinstance(labels, np.ndarray)
         or labels.ndim != 1
@@ -237,6 +240,8 @@ def counted_steps(bounds: Times, steps: tuple[Times, Times, Bools, Bools], use: 
         return None
     if not all(_plain(a, np.bool_) for a in (complete, productive, use)) or len(use) != len(bounds) - 1:
         return None
+    if len(bounds) < 2 or not len(st) == len(ends) == len(complete) == len(productive):
+        return None  # (no interval to count in, or steps' columns apart: the kernel reads only what it is given)
     count = int(kernel.counted_steps(bounds, st, ends, complete, productive, use, float(end)))
     return None if count < 0 else count
 

@@ -65,7 +65,7 @@ def pairwise_sum(a: Any, lo: int, n: int) -> float:
         starts[depth] = first if stage[top] == 1 else first + half
         sizes[depth] = half if stage[top] == 1 else size - half
         stage[depth], depth = 0, depth + 1
-    return float(sums[0])
+    return 0.0 + float(sums[0])  # numpy's sum starts from 0.0, adding the pairwise sum: one of -0.0s is 0.0
 
 
 @_jit
