@@ -432,3 +432,28 @@ def test_columns_of_other_lengths_are_left_to_numpy(kernel: Any, monkeypatch: py
     own = (np.array([0.0, 2.0]), np.array([2.0]), np.array([1, 2]))
     assert compiledaccount.by_slices(own, np.array([1.0]), np.array([4.0]), 3) is None
     assert compiledaccount.by_slices((own[0], np.array([2.0, 5.0]), own[2]), np.array([1.0]), np.array([4.0]), 3)
+
+
+def test_the_helpers_take_equal_zeros_as_numpy_does_here(kernel: Any) -> None:
+    """`sumkernel._least` and `_greatest` give the second of two equal zeros, as numpy's minimum and maximum do on
+    this machine (checked before the helpers are used, `kernelchecks.numpy_ties_as_assumed`)."""
+    from tpufleet.goodput import kernelchecks, sumkernel
+
+    assert kernelchecks.numpy_ties_as_assumed()
+    for a, b in ((0.0, -0.0), (-0.0, 0.0)):
+        pair = np.array([a]), np.array([b])
+        assert np.signbit(sumkernel._least(a, b)) == np.signbit(np.minimum(*pair))[0]
+        assert np.signbit(sumkernel._greatest(a, b)) == np.signbit(np.maximum(*pair))[0]
+
+
+def test_a_numpy_ordering_equal_zeros_otherwise_leaves_the_accounting_to_numpy(monkeypatch: pytest.MonkeyPatch):
+    """A numpy whose minimum of 0.0 and -0.0 does not give the second (an aarch64 build may order them): the
+    helpers would give the other zero; they are not used."""
+    from tpufleet.goodput import kernelchecks
+
+    monkeypatch.setattr(kernelchecks, "numpy_ties_as_assumed", lambda: False)
+    compiledaccount._kernel.cache_clear()
+    try:
+        assert compiledaccount._kernel() is None
+    finally:
+        compiledaccount._kernel.cache_clear()  # (loaded again, checked as usual, by the next test that asks)
