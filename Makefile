@@ -57,8 +57,8 @@ lint: $(STAMP)
 	$(BIN)/python tools/check_module_lengths.py || status=1; \
 	exit $$status
 
-# Optional: Dask for `tpufleet sweep --cluster` and the local cluster (sweeps also run serially without it), PyArrow for
-# goodput-report's typed reader, and DuckDB and Polars, the baselines of `make bench`.
+# Optional: Dask for `tpufleet sweep --cluster` and the local cluster (sweeps also run serially without it), PyArrow,
+# Numba and ISA-L for goodput-report's large logs, and DuckDB and Polars, the baselines of `make bench`.
 # Then goodput-report's compiled loop and accounting helpers are compiled into Numba's cache (about 10 s, once),
 # which the first report of a large log would otherwise pay for.
 sweep-deps: $(STAMP)

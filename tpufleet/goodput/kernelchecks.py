@@ -22,12 +22,12 @@ def numpy_ties_as_assumed() -> bool:
 
     for n in (1, 7, 64):  # (below and above a vector's width)
         pos, neg = np.zeros(2 * n), np.full(2 * n, -0.0)
-        pairs = [(pos[:n], neg[:n]), (pos[::2], neg[::2]), (pos[:n], -0.0), (neg[:n], 0.0)]
-        for first, second in pairs + [(b, a) for a, b in pairs if isinstance(b, np.ndarray)]:
-            wanted = bool(np.signbit(second)) if isinstance(second, float) else bool(np.signbit(second[0]))
-            for pick in (np.minimum, np.maximum):
-                if (np.signbit(pick(first, second)) != wanted).any():
-                    return False
+        arrays = [(pos[:n], neg[:n]), (pos[::2], neg[::2])]  # contiguous and strided
+        cases: list[tuple[Any, Any]] = [*arrays, *((b, a) for a, b in arrays), (pos[:n], -0.0), (neg[:n], 0.0)]
+        for first, second in cases:
+            wanted = bool(np.signbit(np.asarray(second).flat[0]))  # (the second's sign: every value of it alike)
+            if any((np.signbit(pick(first, second)) != wanted).any() for pick in (np.minimum, np.maximum)):
+                return False
     return True
 
 
