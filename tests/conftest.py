@@ -224,3 +224,30 @@ def canonical_form_only(monkeypatch):
     report._forms_made.cache_clear()
     yield
     report._forms_made.cache_clear()
+
+
+@pytest.fixture
+def reaped(monkeypatch):
+    """Whether every child forked in the test is gone and reaped (False when none was forked; other tests' processes
+    may still run here)."""
+    forked: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        pid = real()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+
+    def gone() -> bool:
+        for pid in forked:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            return False
+        return bool(forked)
+
+    return gone

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -335,3 +336,23 @@ def test_a_decoding_worker_killed_leaves_its_pieces_to_the_report_not_a_wait_for
     _thread, done, out = in_thread(lambda: build([path], by=["accelerator"], period="day", skip_bad=False))
     assert done.wait(GUARD_S), "the report waited for a piece a dead worker held"
     assert out == [alone] and len(blocks.reads) == 2 and blocks.fewest() > 1  # pieces for the workers to take
+
+
+def split_logs(directory: Path, seed: int, files: int) -> list[Path]:
+    """One log's lines dealt into `files` logs in runs: most jobs span several, some one only."""
+    rng = random.Random(seed)
+    # three logs' jobs, each named apart (one job's records in two logs must agree: j0 -> j00, j10, j20)
+    lines = [re.sub(r'"j([0-9])', rf'"j{k}\1', line) for k in range(3) for line in varied_log(seed + k, 4, 0)]
+    lines = [re.sub(r'"j([0-9])', rf'"s{k % 2}-j\1', line) if k % 5 else line for k, line in enumerate(lines)]
+    paths = [directory / f"part{i}.jsonl" for i in range(files)]
+    chunks: list[list[str]] = [[] for _ in paths]
+    i = 0
+    while i < len(lines):
+        run = rng.randint(1, 200)
+        chunks[rng.randrange(files)].extend(lines[i : i + run])
+        i += run
+    for f, chunk in enumerate(chunks):  # a job of this log only
+        chunk += [re.sub(r'"j([0-9])', rf'"only{f}-j\1', line) for line in varied_log(seed + 10 + f, 1, 0)[1:]]
+    for path, chunk in zip(paths, chunks, strict=True):
+        path.write_text("\n".join(chunk) + "\n")
+    return paths

@@ -29,33 +29,6 @@ _FORK = multiprocessing.get_context("fork")
 JOBS = [f"j{k}" for k in range(12)]
 
 
-@pytest.fixture
-def reaped(monkeypatch):
-    """Whether every child forked in the test is gone and reaped (False when none was forked; other tests' processes
-    may still run here)."""
-    forked: list[int] = []
-    real = os.fork
-
-    def fork() -> int:
-        pid = real()
-        if pid:
-            forked.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-
-    def gone() -> bool:
-        for pid in forked:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                continue
-            return False
-        return bool(forked)
-
-    return gone
-
-
 class Meeting:
     """Events the processes share: each one's first job waits there until the other has taken one, so both take
     some whichever starts first (a child takes every job of a small log before this process is back from the fork)."""

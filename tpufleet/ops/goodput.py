@@ -15,7 +15,7 @@ from tpufleet.errors import BadInput
 from tpufleet.goodput import metrics
 from tpufleet.goodput.pipeline import NoJobEvents, ReportOptions
 from tpufleet.model import Fleet
-from tpufleet.ops import goodputparts
+from tpufleet.ops import goodputforked, goodputparts
 from tpufleet.state import goodputlogs
 
 ACCELERATOR = "tpu-v4"  # the accelerator of a pod of the built-in TPU v4 model (--capacity state)
@@ -86,8 +86,12 @@ def build(
         if cluster is not None or workers:
             result = goodputparts.report(paths, fmt, skip_bad, cluster, workers, options)
         else:
-            log = goodputlogs.load(paths, fmt, skip_bad, whole_lines=whole_lines, files_only=files_only)
-            result = goodputparts.report_here(log, options)
+            # several large logs: read side by side in forked processes (None: not worth it, or read them here)
+            forked = None if whole_lines or files_only else goodputforked.report(paths, fmt, skip_bad, options)
+            if forked is None:
+                log = goodputlogs.load(paths, fmt, skip_bad, whole_lines=whole_lines, files_only=files_only)
+                forked = goodputparts.report_here(log, options)
+            result = forked
     except NoJobEvents as exc:
         raise BadInput(f"{exc} ({_named(paths)})") from None
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}

@@ -30,7 +30,7 @@ from tpufleet.goodput.jobaccount import JobAccount
 from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts, from_log
 from tpufleet.state import goodputlogs, goodputpool, goodputstreams
 
-__all__ = ["report", "report_here", "shared_part", "summarize_part"]
+__all__ = ["beyond_job_limits", "counts_of", "merge_part", "report", "report_here", "shared_part", "summarize_part"]
 
 Summary = tuple[set[str], set[str], set[str], list[JobAccount], goodputlogs.Content, events.Log]
 # (every job the log names, those with events, those with a job record, every job's account, what it held, its
@@ -47,7 +47,7 @@ def summarize_part(
     log, content = goodputlogs.load_part(Path(path), fmt, skip_bad)
     names = events.job_names(log)
     with_events, with_records = set(log.events), set(log.jobs)
-    counts = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped, cut_off=log.cut_off)
+    counts = counts_of(log)
     accounts = account_log(log, since, until, spans, timelines, travel=None if windows or timelines else (period, 0))
     return names, with_events, with_records, accounts, content, counts
 
@@ -118,7 +118,7 @@ def _on_cluster(
         summaries = _fetched(tasks)
     except Exception as exc:  # noqa: BLE001 - a refused log (or a lost worker): the serial reading says which
         return [], None, exc
-    if _over_limits([s[1] for s in summaries], [s[2] for s in summaries]):
+    if beyond_job_limits([s[1] for s in summaries], [s[2] for s in summaries]):
         return [], None, None
     contents: dict[goodputlogs.Content, str] = {}
     for path, summary in zip(paths, summaries, strict=True):
@@ -137,13 +137,11 @@ def _on_cluster(
             rest = again[i].result() if i in again else events.Log()
         except Exception as exc:  # noqa: BLE001 - the log changed since, or a worker was lost: read it here
             return [], None, exc
-        rest.capacity, rest.records, rest.skipped = counts.capacity, counts.records, counts.skipped
-        rest.cut_off = counts.cut_off
         try:
-            events.merge_into(log, rest)
+            merge_part(log, counts, rest)
         except events.AllocatedBeyondRecord as exc:  # across logs: the serial reading names the line
             return [], None, exc
-    whole = events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped, cut_off=log.cut_off)
+    whole = counts_of(log)
     accounts += account_log(log, since, until, spans, timelines)
     accounts.sort(key=lambda a: a.job.id)
     return accounts, whole, None
@@ -163,7 +161,25 @@ def _fetched(tasks: list[Any]) -> list[Summary]:
     return [out[i] for i in range(len(tasks))]
 
 
-def _over_limits(event_jobs: list[set[str]], record_jobs: list[set[str]]) -> bool:
+def counts_of(log: events.Log) -> events.Log:
+    """What the report reads of a log beside its jobs' accounts: its capacity records and counts."""
+    return events.Log(capacity=log.capacity, records=log.records, skipped=log.skipped, cut_off=log.cut_off)
+
+
+def merge_part(log: events.Log, counts: events.Log, rest: events.Log) -> None:
+    """One log's records of the jobs other logs name too (`rest`) and its `counts` (`counts_of`), merged into
+    `log` after those of the logs before it; AllocatedBeyondRecord when the job's allocations, merged, exceed
+    its record (`events.merge_into`)."""
+    rest.capacity, rest.records, rest.skipped, rest.cut_off = (
+        counts.capacity,
+        counts.records,
+        counts.skipped,
+        counts.cut_off,
+    )
+    events.merge_into(log, rest)
+
+
+def beyond_job_limits(event_jobs: list[set[str]], record_jobs: list[set[str]]) -> bool:
     """Whether reading the logs one after another would stop for their jobs: more than MAX_JOBS (with events, or
     with job records) together."""
     return len(set().union(*event_jobs)) > events.MAX_JOBS or len(set().union(*record_jobs)) > events.MAX_JOBS

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["can_fork", "forked_map"]
+__all__ = ["can_fork", "child_started", "forked_map"]
 
 T = TypeVar("T")
 
@@ -126,13 +126,8 @@ def _child(
     code = 0
     try:
         import pickle
-        import signal
 
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        _die_with_parent()
-        for end in read_ends:
-            end.close()
+        child_started(mask, read_ends)
         while (index := shared.taken()) is not None:
             try:
                 account = function(names[index])
@@ -145,6 +140,19 @@ def _child(
         code = 1
     finally:
         os._exit(code)
+
+
+def child_started(mask: Any, others: list[Any]) -> None:
+    """A forked child's first steps: Ctrl-C ignored (its parent stops, and kills it), the signal `mask` the fork
+    began with restored, death with its parent asked for, and the pipe ends it does not use closed (`others`: a
+    write to a parent gone then fails at once)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    _die_with_parent()
+    for end in others:
+        end.close()
 
 
 def _die_with_parent() -> None:

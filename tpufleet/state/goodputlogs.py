@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from tpufleet.constants import MiB
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, shown
-from tpufleet.goodput import eventlines, events, fastread, mlfast, mlgoodput
+from tpufleet.goodput import eventlines, events, fastread, linescan, mlfast, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
 from tpufleet.state import crcjoin, goodputpool
@@ -257,16 +257,19 @@ def load_exclusions(path: Path) -> list[Exclusion]:
     return parse_exclusions(load_json_file(path, "exclusions file", MAX_SPEC_BYTES), str(path))
 
 
-def load_part(path: Path, fmt: str, skip_bad: bool) -> tuple[events.Log, Content]:
-    """One log read alone, in this process (a Dask worker's share of a report): its records and the bytes it
-    held (decompressed), each log at most MAX_LOG_BYTES and MAX_JOBS jobs; the caller checks the limits of all
-    the logs together (`load` is the reference: it says which log goes over)."""
+def load_part(path: Path, fmt: str, skip_bad: bool, compiled: bool | None = None) -> tuple[events.Log, Content]:
+    """One log read alone, in this process (a Dask worker's or a forked process's share of a report): its records
+    and the bytes it held (decompressed), each log at most MAX_LOG_BYTES and MAX_JOBS jobs; the caller checks the
+    limits of all the logs together (`load` is the reference: it says which log goes over). `compiled`: whether
+    native event lines go to the compiled loop (None: as the log's own size says; the logs of one report are read
+    with it when all of them together are large, and it is loaded then)."""
     log = events.Log(job_limit=events.MAX_JOBS, step_profiles=StepProfiles())
     native = fmt == "native" and not is_csv(path)
     name = shown_name(path)
     with _open(path) as fh:
         try:
-            reading = _Reading(skip_bad, compiled=native and goodputpool.compiled_for(_size(path)))
+            loop = goodputpool.compiled_for(_size(path)) if compiled is None else compiled and linescan.available()
+            reading = _Reading(skip_bad, compiled=native and loop)
             content = _load_one(fh, name, fmt, native, MAX_LOG_BYTES, log, reading, None)
         except events.TooManyJobs as exc:
             raise BadInput(
