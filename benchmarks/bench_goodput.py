@@ -92,21 +92,25 @@ def native_job(out: list[str], job: str, t: float, rng: random.Random, events: i
     return t
 
 
-def write_native(directory: Path, events: int, files: int, per_job: int = 20_000) -> list[Path]:
-    """About `events` native lines of jobs of `per_job` events each (at least one run of steps), in `files` files;
-    the first opens with a capacity record that holds every job at once (the report refuses a fleet smaller
-    than the chips its jobs hold)."""
+def write_native(directory: Path, events: int, files: int, per_job: int = 20_000, rotated: bool = False) -> list[Path]:
+    """About `events` native lines of jobs of `per_job` events each (at least one run of steps), in `files` files:
+    each job in one of them, or with `rotated` (logs rotated by time) each job's lines cut in `files` runs, the
+    file k holding the k-th run of every job. The first opens with a capacity record that holds every job at once
+    (the report refuses a fleet smaller than the chips its jobs hold)."""
     rng = random.Random(0)
     jobs = max(1, events // per_job)
     capacity = f'{{"type":"capacity","time":{START:.0f},"accelerator":"tpu-v4","chips":{jobs * max(JOB_CHIPS)}}}\n'
-    paths = []
+    paths = [directory / f"events-{f}.jsonl" for f in range(files)]
+    for path in paths:
+        path.write_text(capacity if path == paths[0] else "")
     for f in range(files):
-        lines = [capacity] if f == 0 else []
         for k in range(f, jobs, files):
+            lines: list[str] = []
             native_job(lines, f"job-{k:05d}", START + k * 37.0, rng, per_job)
-        path = directory / f"events-{f}.jsonl"
-        path.write_text("".join(lines))
-        paths.append(path)
+            cuts = [len(lines) * i // files for i in range(files + 1)] if rotated else [0, *[len(lines)] * files]
+            for i, path in enumerate(paths if rotated else [paths[f]]):
+                with path.open("a") as fh:
+                    fh.write("".join(lines[cuts[i] : cuts[i + 1]]))
     return paths
 
 
@@ -167,7 +171,9 @@ def child(
     build: bool = True,
     loop: bool | None = None,
     threads: bool = True,
-) -> tuple[float, float, float]:
+    forked: bool = True,
+    tree: bool = False,
+) -> tuple[float, float, float, float | None]:
     """(wall seconds, CPU seconds, peak MiB) of pipeline.build in a fresh interpreter (imports not counted in the
     times). The peak is measured from outside (benchmarks/peak.py: this process, grown by the generated input,
     would otherwise lend the child its own peak); it is the largest of the child, the forked workers that decode
@@ -176,7 +182,9 @@ def child(
     `one_process` turns the workers off; `build=False` only imports (the baseline of the peak); `loop` True or
     False turns the compiled loop of event lines on or off whatever the size (None: from its threshold, as
     goodput-report does; its loading is timed, as the report pays for it). `threads` False: the loop and the jobs'
-    accounting on the one thread, as on a machine of one CPU."""
+    accounting on the one thread, as on a machine of one CPU. `forked` False reads several large logs in the one
+    process (`ops.goodputforked` off). `tree`: the fourth figure is the most memory the child and every process
+    it forked held together (`peak.TreeMemory`, proportional set sizes: shared pages once); else None."""
     code = (
         "import resource, sys, time; from pathlib import Path; from tpufleet.ops import goodput\n"
         "import numpy, tpufleet.goodput.fastread, tpufleet.goodput.render, tpufleet.state.goodputlogs\n"
@@ -184,15 +192,16 @@ def child(
         f"if {one_process}: pool.PARALLEL_MIN_BYTES = 1 << 62\n"
         f"if {loop} is not None: pool.COMPILED_MIN_BYTES = 0 if {loop} else 1 << 62\n"
         f"if not {threads}: pool._usable_cpus = lambda: 1\n"
+        f"if not {forked}: from tpufleet.ops import goodputforked; goodputforked.FORKED_MIN_BYTES = 1 << 62\n"
         "t, c = time.perf_counter(), time.process_time()\n"
         f"if {build}: goodput.build([Path(p) for p in {[str(p) for p in paths]!r}], {fmt!r},"
         " ['accelerator','size','phase','framework'], 'day')\n"
         "w = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
         "print(time.perf_counter() - t, time.process_time() - c + w.ru_utime + w.ru_stime)"
     )
-    out = measure.run([sys.executable, "-c", code], cwd=ROOT)
+    out = measure.run([sys.executable, "-c", code], cwd=ROOT, tree=tree)
     wall, cpu = out.stdout.split()
-    return float(wall), float(cpu), out.peak_mib
+    return float(wall), float(cpu), out.peak_mib, out.tree_peak_mib
 
 
 def stdlib_floor(paths: list[Path]) -> tuple[float, float]:
@@ -219,11 +228,11 @@ def bench_native(events: int, files: int, repeat: int) -> None:
         print(f"generated {lines:,} native lines, {size:,.0f} MiB in {files} files ({time.perf_counter() - t:.1f} s)")
         ours, alone, floor = [], [], []
         for _ in range(repeat):  # alternated, so all see the same load
-            ours.append(child(paths, "native"))
-            alone.append(child(paths, "native", one_process=True))
+            ours.append(child(paths, "native")[:3])
+            alone.append(child(paths, "native", one_process=True)[:3])
             floor.append(stdlib_floor(paths))
-    wall, cpu, peak = best(ours)
-    a_wall, a_cpu, a_peak = best(alone)
+    wall, cpu, peak, _ = best(ours)
+    a_wall, a_cpu, a_peak, _ = best(alone)
     f_wall, f_cpu = best(floor)
     bare = child(paths, "native", build=False)[2]
     load = os.getloadavg()[0]
@@ -256,7 +265,7 @@ def bench_package(entries: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ml.jsonl"
         path.write_text("".join(json.dumps(e) + "\n" for e in log))
-        seconds, _, peak = child([path], "ml-goodput")
+        seconds, _, peak, _ = child([path], "ml-goodput")
         bare = child([path], "ml-goodput", build=False)[2]
         input_mib = path.stat().st_size / 2**20
         from tpufleet.ops.goodput import build
@@ -328,8 +337,9 @@ def bench_columnar(events: int, files: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_native(Path(tmp), events, files)
         lines = sum(p.read_bytes().count(b"\n") for p in paths)
-        ours = child(paths, "native", one_process=True)
-        bare = child(paths, "native", build=False)[2]
+        ours = child(paths, "native", one_process=True, tree=True)
+        alone = child(paths, "native", one_process=True, forked=False, tree=True)
+        bare = child(paths, "native", build=False, tree=True)[3] or 0.0
         loop = importlib.util.find_spec("numba") is not None
         without = child(paths, "native", one_process=True, loop=False) if loop else None
         forced = child(paths, "native", one_process=True, loop=True) if loop else None
@@ -338,12 +348,25 @@ def bench_columnar(events: int, files: int) -> None:
         for name, (setup, code) in _DECODERS.items():
             if importlib.util.find_spec(name) is not None:
                 rows[name] = timed(f"PATHS = {[str(p) for p in paths]!r}\n{setup}\n" + _CLOCK + code + _DONE)
+        (Path(tmp) / "rotated").mkdir()
+        rotated = write_native(Path(tmp) / "rotated", events, files, rotated=True)
+        turned = child(rotated, "native", one_process=True)
+        turned_alone = child(rotated, "native", one_process=True, forked=False)
     columns = lines * 25 / 2**20
+    held = (ours[3] or 0.0) - bare
     print(
-        f"goodput-report native {lines:,} events (no decoding workers; the loop's threads, the accounting forked): "
-        f"{ours[0]:.2f} s wall, {ours[1]:.2f} s CPU, "
-        f"peak {ours[2]:.0f} MiB ({ours[2] - bare:.0f} MiB over the bare import; decoded columns {columns:.0f} MiB: "
-        f"{(ours[2] - bare) / columns:.1f}x, goal <= 2x)"
+        f"goodput-report native {lines:,} events in {files} logs (each log read in a forked process; no decoding "
+        f"workers): {ours[0]:.2f} s wall, {ours[1]:.2f} s CPU, memory of its processes together {ours[3]:.0f} MiB "
+        f"({held:.0f} MiB over the bare import; decoded columns {columns:.0f} MiB: {held / columns:.1f}x, goal <= 2x; "
+        f"largest process {ours[2]:.0f} MiB)"
+    )
+    a_held = (alone[3] or 0.0) - bare
+    print(
+        f"  the logs read in one process (the loop's threads, the accounting forked): {alone[0]:.2f} s wall, "
+        f"{alone[1]:.2f} s CPU, {a_held:.0f} MiB over the bare import ({a_held / columns:.1f}x)   report / this: "
+        f"{ours[0] / alone[0]:.2f}x wall, {ours[1] / alone[1]:.2f}x CPU\n"
+        f"  the same events in logs rotated by time (every job in every log: read in one process): {turned[0]:.2f} s "
+        f"wall; with the forked reading off {turned_alone[0]:.2f} s   this / off: {turned[0] / turned_alone[0]:.2f}x"
     )
     print(
         f"  report on one CPU (the loop and the accounting on one thread): {single[0]:.2f} s wall, {single[1]:.2f} s CPU, "

@@ -30,11 +30,16 @@ class Child:
     wall: float  # seconds from fork to exit (start-up and imports included)
     cpu: float  # user + system seconds of the command and the children it waited for
     peak_mib: float  # peak RSS of the command (or of its largest waited-for child), MiB
+    tree_peak_mib: float | None = None  # with `tree`: the most memory the command and its children held together
 
 
-def run(argv: list[str], *, cwd: Any = None, env: dict[str, str] | None = None, check: bool = True) -> Child:
-    """`argv` run as a fresh process started by the launcher; its output captured."""
+def run(
+    argv: list[str], *, cwd: Any = None, env: dict[str, str] | None = None, check: bool = True, tree: bool = False
+) -> Child:
+    """`argv` run as a fresh process started by the launcher; its output captured. With `tree`, the memory the
+    command and every process it forks hold together is sampled too (`TreeMemory`)."""
     read_fd, write_fd = os.pipe()
+    sampler: TreeMemory | None = None
     try:
         proc = subprocess.Popen(
             [sys.executable, "-S", "-I", os.path.abspath(__file__), str(write_fd), *argv],
@@ -47,15 +52,72 @@ def run(argv: list[str], *, cwd: Any = None, env: dict[str, str] | None = None, 
         )
     finally:
         os.close(write_fd)
+    if tree:
+        sampler = TreeMemory(proc.pid)
     with os.fdopen(read_fd) as report:
         out, err = proc.communicate()
         fields = report.read().split()
+    tree_peak = sampler.stopped() if sampler is not None else None
     if len(fields) != 4:
         raise RuntimeError(f"launcher gave no report for {argv[:3]}...: {err[-2000:]}")
     wall, cpu, maxrss_kib, code = float(fields[0]), float(fields[1]), int(fields[2]), int(fields[3])
     if check and code != 0:
         raise subprocess.CalledProcessError(code, argv, out, err)
-    return Child(out, err, code, wall, cpu, maxrss_kib / 1024)
+    return Child(out, err, code, wall, cpu, maxrss_kib / 1024, tree_peak)
+
+
+class TreeMemory:
+    """The most memory a process and all its descendants held at once, sampled every SAMPLE_S from outside: the
+    sum of their proportional set sizes (``Pss`` of /proc/PID/smaps_rollup: a page shared by n processes counts
+    1/n in each, so pages a forked child shares with its parent count once). A peak RSS cannot say this: each
+    forked child's includes every page it shares. A sample may miss a peak shorter than SAMPLE_S."""
+
+    SAMPLE_S = 0.02
+
+    def __init__(self, root: int) -> None:
+        import threading
+
+        self.root, self.peak_kib, self.done = root, 0, threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def stopped(self) -> float:
+        """Stop sampling; the peak in MiB."""
+        self.done.set()
+        self.thread.join()
+        return self.peak_kib / 1024
+
+    def _watch(self) -> None:
+        while not self.done.wait(self.SAMPLE_S):
+            self.peak_kib = max(self.peak_kib, sum(_pss_kib(pid) for pid in _descendants(self.root)))
+
+
+def _descendants(root: int) -> list[int]:
+    """`root` and every process below it (from each process's parent in /proc/PID/stat)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    parents[int(entry)] = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # (gone meanwhile)
+    found, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        found += frontier
+    return found
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass  # (gone meanwhile)
+    return 0
 
 
 def _launch() -> None:

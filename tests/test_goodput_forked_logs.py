@@ -240,3 +240,118 @@ def test_a_job_in_two_logs_is_merged_in_the_order_of_the_logs(tmp_path, forked):
     assert json.loads(serial)["jobs"][0]["badput_s"]["checkpoint_save"] == 0
     forked.clear()
     assert outcome([first, second]) == serial and forked == [True]
+
+
+def write(path: Path, *records: dict[str, Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def event(job: str, t: float, name: str, **more: Any) -> dict[str, Any]:
+    return {"type": "event", "job": job, "time": B + t, "event": name, **more}
+
+
+def test_a_jobs_slice_allocations_in_two_logs_fold_in_the_order_of_the_logs(tmp_path, forked):
+    """Slice 0 released at 50 at the end of one log and held again at 50 at the start of the next: in log order
+    the job holds all its chips throughout (the merge numbered the second log's allocations 0, 2, 4...: it lost
+    them half the time)."""
+    first = write(
+        tmp_path / "a.jsonl",
+        {"type": "job", "job": "m", "chips": 16, "slices": 2, "accelerator": "tpu-v4"},
+        *(event("m", 0, "allocation", chips=8, slice=s) for s in (0, 1)),
+        event("m", 0, "job_start"),
+        event("m", 10, "step_start", step=1),
+        event("m", 50, "allocation", chips=0, slice=0),
+    )
+    second = write(
+        tmp_path / "b.jsonl",
+        event("m", 50, "allocation", chips=8, slice=0),
+        event("m", 60, "step_start", step=2),
+        event("m", 100, "job_end"),
+    )
+    serial = outcome([first, second], False)
+    assert json.loads(serial)["fleet"]["sg"] == 1.0
+    forked.clear()
+    assert outcome([first, second]) == serial and forked == [True]
+
+
+def test_a_copy_of_a_log_after_records_that_disagree_is_the_serial_error(tmp_path, forked):
+    """The serial reading stops at the second log's record before it reaches the copy in the third."""
+    job = {"type": "job", "job": "x", "chips": 4, "accelerator": "tpu-v4"}
+    first = write(tmp_path / "a.jsonl", job, event("x", 0, "job_start"), event("x", 100, "job_end"))
+    write(tmp_path / "b.jsonl", {**job, "chips": 8})
+    (tmp_path / "c.jsonl").write_bytes(first.read_bytes())
+    paths = [first, tmp_path / "b.jsonl", tmp_path / "c.jsonl"]
+    serial = outcome(paths, False)
+    assert serial[0] == "ConflictingRecords"
+    assert outcome(paths) == serial
+
+
+def test_copies_of_a_log_the_serial_reading_skips_whole_are_not_refused(tmp_path, forked):
+    """With --skip-bad, a log whose one line gives a job more chips than an earlier log's record is skipped whole
+    by the serial reading, and so is its copy: no record in either, nothing to refuse."""
+    job = {"type": "job", "job": "x", "chips": 4, "accelerator": "tpu-v4"}
+    first = write(tmp_path / "a.jsonl", job, event("x", 0, "job_start"), event("x", 100, "job_end"))
+    over = write(tmp_path / "c.jsonl", event("x", 50, "allocation", chips=8))
+    (tmp_path / "e.jsonl").write_bytes(over.read_bytes())
+    paths = [first, over, tmp_path / "e.jsonl"]
+    serial = outcome(paths, False, skip_bad=True)
+    assert json.loads(serial)["input"]["skipped"] == 2
+    assert outcome(paths, skip_bad=True) == serial
+
+
+def test_a_damaged_gzip_log_is_the_serial_error(tmp_path, forked, monkeypatch):
+    """Looked at before the fork (`_apart`, not forced here): a gzip stream that cannot be decompressed is read
+    in this process, which names it."""
+    monkeypatch.undo()
+    monkeypatch.setattr(goodputforked, "FORKED_MIN_BYTES", 0)
+    monkeypatch.setattr(goodputpool, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(forkedjobs, "can_fork", lambda: True)
+    first = write(tmp_path / "a.jsonl", event("a", 0, "job_start"))
+    damaged = tmp_path / "b.jsonl"
+    damaged.write_bytes(b"\x1f\x8b\x09\x00" + bytes(20))  # gzip's magic, then no method gzip knows
+    assert not goodputforked._apart([first, damaged], "native")
+    serial = outcome([first, damaged], False)
+    assert serial[0] == "BadStateFile" and str(damaged) in serial[1]
+    assert outcome([first, damaged]) == serial
+
+
+def test_a_child_gone_while_it_waits_for_the_decision_is_made_good_here(tmp_path, forked, monkeypatch):
+    """Both children have read every log and wait, holding them; one is killed then (as the OOM killer picks a
+    large idle process): the decision cannot reach it, every child is stopped and the logs are read here."""
+    paths = split_logs(tmp_path, 3, 2)
+    serial = outcome(paths, False, period="day")
+    real, forks = goodputforked._decided, []
+    fork = os.fork
+
+    def recorded() -> int:
+        pid = fork()
+        forks.append(pid)
+        return pid
+
+    def killing(paths: list[Path]) -> Any:
+        decide = real(paths)
+
+        def decided(summaries: Any) -> Any:
+            os.kill(forks[0], 9)
+            os.waitpid(forks[0], 0)
+            return decide(summaries)
+
+        return decided
+
+    monkeypatch.setattr(os, "fork", recorded)
+    monkeypatch.setattr(goodputforked, "_decided", killing)
+    forked.clear()
+    assert outcome(paths, period="day") == serial and forked == [False]
+
+
+def test_no_process_to_be_had_reads_the_logs_here(tmp_path, forked, monkeypatch):
+    paths = split_logs(tmp_path, 3, 2)
+    serial = outcome(paths, False)
+
+    def refused() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    forked.clear()
+    assert outcome(paths) == serial and forked == [False]

@@ -311,7 +311,8 @@ def merge_into(log: Log, later: Log) -> None:
         log.slices.setdefault(name, []).extend(counts)
     for name, allocations in later.slice_allocations.items():
         held = log.slice_allocations.setdefault(name, [])
-        held.extend((t, len(held) + k, part, chips) for k, (t, _order, part, chips) in enumerate(allocations))
+        base = len(held)  # (read once: the list grows as it is extended)
+        held.extend((t, base + k, part, chips) for k, (t, _order, part, chips) in enumerate(allocations))
     log.records += later.records
     log.skipped += later.skipped
     log.cut_off += later.cut_off

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tpufleet.constants import MiB
-from tpufleet.errors import BadInput, TpufleetError
+from tpufleet.errors import BadInput
 from tpufleet.goodput import compiledaccount, events, metrics
 from tpufleet.goodput.jobaccount import JobAccount
 from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts
@@ -46,11 +46,12 @@ def report(paths: list[Path], fmt: str, skip_bad: bool, options: ReportOptions) 
     children = min(goodputpool._usable_cpus(), MAX_PROCESSES, len(paths))
     if children < 2 or not forkedjobs.can_fork() or not all(_regular(p) for p in paths):
         return None
-    size = goodputstreams.on_disk_bytes(paths)
-    if size < FORKED_MIN_BYTES or not _apart(paths, fmt):
+    if goodputstreams.on_disk_bytes(paths) < FORKED_MIN_BYTES or not _apart(paths, fmt):
         return None
-    # loaded here, once, before the fork: every child has the loop and the accounting's helpers from this process
-    compiled = fmt == "native" and goodputpool.compiled_for(size)
+    # loaded here, once, before the fork: every child has the loop and the accounting's helpers from this process;
+    # taken as the serial reading takes it, from the native logs' size (not CSV's)
+    native = [p for p in paths if fmt == "native" and not goodputlogs.is_csv(p)]
+    compiled = bool(native) and goodputpool.compiled_for(goodputstreams.on_disk_bytes(native))
     if compiled:
         compiledaccount.prepared()
     travel = None if options.windows or options.keep_timelines else (options.period, 0)
@@ -76,31 +77,37 @@ def report(paths: list[Path], fmt: str, skip_bad: bool, options: ReportOptions) 
         return None
     whole = counts_of(log)
     accounts = [a for accounts, _rest in results for a in accounts]
-    with goodputpool.job_mapper(log.records) as mapper:
+    with goodputpool.job_mapper(sum(len(columns) for columns in log.events.values())) as mapper:
         accounts += account_log(log, options.since, options.until, spans, timelines, mapper, travel)
     accounts.sort(key=lambda a: a.job.id)
     return from_accounts(accounts, whole, options)
 
 
 def _decided(paths: list[Path]) -> Callable[[list[_Summary]], set[str] | None]:
-    """What is decided once every log is read: None (the serial reading then says why) when the logs hold too many
-    bytes or jobs together; BadInput when one holds the same bytes as an earlier one (as the serial reading says,
-    in the order of the logs); else the jobs more than one log names."""
+    """What is decided once every log is read: None (the serial reading then says why, or whether: see
+    `_same_bytes`) when the logs hold too many bytes or jobs together, or two hold the same bytes; else the jobs
+    more than one log names."""
 
     def decide(summaries: list[_Summary]) -> set[str] | None:
         if sum(s[3].size for s in summaries) > goodputlogs.MAX_TOTAL_LOG_BYTES:
             return None
-        if beyond_job_limits([s[1] for s in summaries], [s[2] for s in summaries]):
+        if beyond_job_limits([s[1] for s in summaries], [s[2] for s in summaries]) or _same_bytes(summaries):
             return None
-        contents: dict[goodputlogs.Content, str] = {}
         seen: dict[str, int] = {}
-        for path, (names, *_, content, counts) in zip(paths, summaries, strict=True):
-            goodputlogs.refuse_same_content(contents, content, goodputlogs.shown_name(path), counts.records)
+        for names, *_ in summaries:
             for name in names:
                 seen[name] = seen.get(name, 0) + 1
         return {name for name, count in seen.items() if count > 1}
 
     return decide
+
+
+def _same_bytes(summaries: list[_Summary]) -> bool:
+    """Whether two logs with records hold the same bytes. Not refused here: the serial reading may stop earlier (a
+    record of a job that disagrees with another log's), and a record counted in its own log may be one that the
+    serial reading skips for an earlier log's (`--skip-bad`), so that the serial reading does not refuse it."""
+    contents = [s[3] for s in summaries if s[3].size]
+    return len(set(contents)) < len(contents)
 
 
 def _apart(paths: list[Path], fmt: str) -> bool:
@@ -118,8 +125,8 @@ def _apart(paths: list[Path], fmt: str) -> bool:
         try:
             with goodputstreams._open(path, files_only=True) as fh:
                 names = set(named.findall(fh.read(SNIFF_BYTES)))
-        except TpufleetError:
-            return False  # (reading it in this process says what is wrong)
+        except Exception:  # noqa: BLE001  (not readable, damaged gzip...: reading it in this process says what is wrong)
+            return False
         if any(names & other for other in heads):
             return False
         heads.append(names)

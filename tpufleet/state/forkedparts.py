@@ -57,14 +57,18 @@ def forked_parts(parts: Parts[S, K, D, R], items: int, children: int) -> tuple[l
     try:
         for _ in range(max(1, min(children, items))):
             mine, theirs = context.Pipe(duplex=True)
-            with _stops_blocked() as unblocked:  # a Ctrl-C now comes once the child is known, to be killed
-                pid = os.fork()
-                if pid == 0:  # the child: it never returns from here
-                    _child(parts, shared, theirs, unblocked, [*pipes, mine])
-                pids.append(pid)
             pipes.append(mine)
-            theirs.close()
+            try:
+                with _stops_blocked() as unblocked:  # a Ctrl-C now comes once the child is known, to be killed
+                    pid = os.fork()
+                    if pid == 0:  # the child: it never returns from here
+                        _child(parts, shared, theirs, unblocked, pipes)
+                    pids.append(pid)
+            finally:
+                theirs.close()
         return _gathered(parts, pipes, items)
+    except OSError:  # no process or pipe to be had (EAGAIN, ENOMEM, EMFILE), a child gone as it is told: no answer
+        return None
     finally:
         for pipe in pipes:
             pipe.close()
@@ -78,8 +82,8 @@ def _gathered(parts: Parts[S, K, D, R], pipes: list[Any], items: int) -> tuple[l
         return None
     in_order = [summaries[i] for i in range(items)]
     decision = parts.decide(in_order)
-    for pipe in pipes:  # (each child waits for it: sent even when it is None, so that every child ends)
-        pipe.send_bytes(pickle.dumps(decision, pickle.HIGHEST_PROTOCOL))
+    for pipe in pipes:  # (each child waits for it: sent even when it is None, so that every child ends; to a child
+        pipe.send_bytes(pickle.dumps(decision, pickle.HIGHEST_PROTOCOL))  # dead since, an OSError: no answer)
     if decision is None:
         return None
     results = _words(pipes, items)
