@@ -355,3 +355,22 @@ def test_no_process_to_be_had_reads_the_logs_here(tmp_path, forked, monkeypatch)
     monkeypatch.setattr(os, "fork", refused)
     forked.clear()
     assert outcome(paths) == serial and forked == [False]
+
+
+@pytest.mark.parametrize("animated", [False, True])
+def test_a_terminals_reading_bar_leaves_the_report_free_to_fork(monkeypatch, animated):
+    """goodput-report's bar on a terminal is drawn by no thread of its own unless a Dask cluster reads the logs:
+    a process running another thread never forks (the forked reading and accounting would be off at a terminal)."""
+    import io
+
+    from tpufleet.cli.progress import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with progress("reading logs", None, animated=animated):
+        alone = forkedjobs.can_fork()
+    assert alone is not animated and "reading logs" in terminal.getvalue()

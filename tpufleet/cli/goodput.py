@@ -111,7 +111,9 @@ def goodput_cmd(
     kind = output.value
     chosen = period if period else ("day" if kind == "html" else None)  # the page charts over periods
     keep = HTML_TIMELINES if kind == "html" else 0
-    with progress("reading logs", None), _quiet_task_failures():
+    # drawn once, by no thread of its own, when the logs are read here: the report forks to read several large
+    # logs side by side and to account a large log's jobs, which it does only while it runs one thread alone
+    with progress("reading logs", None, animated=bool(cluster or workers)), _quiet_task_failures():
         report = build(
             files, fmt, dims, chosen, t0, t1, skip_bad, pairs, windows, exclude, keep, fleet, *_dask(cluster, workers)
         )

@@ -28,9 +28,10 @@ class Bar:
 
 
 @contextmanager
-def progress(label: str, total: float | None, count: bool = False) -> Iterator[Bar]:
+def progress(label: str, total: float | None, count: bool = False, animated: bool = True) -> Iterator[Bar]:
     """A transient bar with an ETA on a terminal (with `count`, "done/total" instead of a percentage); a bar that
-    draws nothing otherwise."""
+    draws nothing otherwise. Not `animated`, it is drawn as the work starts and as it advances, by no thread of its
+    own: a process running one thread alone may fork (`state.forkedjobs.can_fork`)."""
     if not sys.stderr.isatty():
         yield Bar()
         return
@@ -46,7 +47,7 @@ def progress(label: str, total: float | None, count: bool = False) -> Iterator[B
 
     amount = MofNCompleteColumn() if count else TaskProgressColumn()
     columns = (TextColumn("{task.description}"), BarColumn(), amount, TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with Progress(*columns, console=Console(stderr=True), transient=True, auto_refresh=animated) as bar:
         yield Bar(bar, bar.add_task(label, total=total))
 
 
