@@ -58,6 +58,33 @@ def test_local_workers_give_the_serial_report_and_the_serial_error(tmp_path):
     assert str(error.value) == str(serial_error.value) and f"{paths[1]}:" in str(error.value)
 
 
+@pytest.mark.parametrize("case", ["records that disagree first", "copies skipped whole"])
+def test_copies_of_a_log_get_what_the_serial_reading_says(tmp_path, scheduler, case):
+    """A copy of a log after a log whose job record disagrees with the first's: the serial reading stops at that
+    record, before the copy. Copies of a log whose one line --skip-bad skips for an earlier log's record: the
+    serial reading refuses nothing. The cluster says the same (it leaves copies to the serial reading)."""
+    job = {"type": "job", "job": "x", "chips": 4, "accelerator": "tpu-v4"}
+    events = [{"type": "event", "job": "x", "time": B + t, "event": e} for t, e in ((0, "job_start"), (100, "job_end"))]
+    second = [{**job, "chips": 8}] if case == "records that disagree first" else [
+        {"type": "event", "job": "x", "time": B + 50, "event": "allocation", "chips": 8}
+    ]  # fmt: skip
+    paths = [tmp_path / name for name in ("a.jsonl", "b.jsonl", "c.jsonl")]
+    for path, records in zip(
+        paths, ([job, *events], second, second if "skipped" in case else [job, *events]), strict=True
+    ):
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def said(**options: Any) -> Any:
+        try:
+            return json.dumps(build(paths, skip_bad="skipped" in case, **options))
+        except Exception as exc:  # noqa: BLE001  (the serial error, whichever it is)
+            return type(exc).__name__, str(exc)
+
+    serial = said()
+    assert serial[0] == "ConflictingRecords" if "disagree" in case else json.loads(serial)["input"]["skipped"] == 2
+    assert said(cluster=scheduler) == serial
+
+
 def test_the_cli_takes_workers_or_cluster_not_both(cli, tmp_path, scheduler):
     paths = split_logs(tmp_path, 2, 2)
     serial = cli("goodput-report", *paths, "-o", "json", state=False)

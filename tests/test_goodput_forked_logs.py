@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -360,7 +361,8 @@ def test_no_process_to_be_had_reads_the_logs_here(tmp_path, forked, monkeypatch)
 @pytest.mark.parametrize("animated", [False, True])
 def test_a_terminals_reading_bar_leaves_the_report_free_to_fork(monkeypatch, animated):
     """goodput-report's bar on a terminal is drawn by no thread of its own unless a Dask cluster reads the logs:
-    a process running another thread never forks (the forked reading and accounting would be off at a terminal)."""
+    a process running another thread never forks (`forkedjobs.can_fork`: the forked reading and accounting would
+    be off at a terminal)."""
     import io
 
     from tpufleet.cli.progress import progress
@@ -369,8 +371,8 @@ def test_a_terminals_reading_bar_leaves_the_report_free_to_fork(monkeypatch, ani
         def isatty(self) -> bool:
             return True
 
-    terminal = Terminal()
+    terminal, before = Terminal(), threading.active_count()  # (other tests may leave threads running here)
     monkeypatch.setattr(sys, "stderr", terminal)
     with progress("reading logs", None, animated=animated):
-        alone = forkedjobs.can_fork()
-    assert alone is not animated and "reading logs" in terminal.getvalue()
+        more = threading.active_count() - before
+    assert more == animated and "reading logs" in terminal.getvalue()

@@ -26,7 +26,7 @@ from tpufleet.errors import BadInput
 from tpufleet.goodput import compiledaccount, events, metrics
 from tpufleet.goodput.jobaccount import JobAccount
 from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts
-from tpufleet.ops.goodputparts import beyond_job_limits, counts_of, merge_part
+from tpufleet.ops.goodputparts import beyond_job_limits, counts_of, merge_part, same_bytes
 from tpufleet.state import forkedjobs, forkedparts, goodputlogs, goodputpool, goodputstreams
 
 __all__ = ["FORKED_MIN_BYTES", "report"]
@@ -85,13 +85,15 @@ def report(paths: list[Path], fmt: str, skip_bad: bool, options: ReportOptions) 
 
 def _decided(paths: list[Path]) -> Callable[[list[_Summary]], set[str] | None]:
     """What is decided once every log is read: None (the serial reading then says why, or whether: see
-    `_same_bytes`) when the logs hold too many bytes or jobs together, or two hold the same bytes; else the jobs
+    `goodputparts.same_bytes`) when the logs hold too many bytes or jobs together, or two hold the same bytes; else the jobs
     more than one log names."""
 
     def decide(summaries: list[_Summary]) -> set[str] | None:
         if sum(s[3].size for s in summaries) > goodputlogs.MAX_TOTAL_LOG_BYTES:
             return None
-        if beyond_job_limits([s[1] for s in summaries], [s[2] for s in summaries]) or _same_bytes(summaries):
+        if beyond_job_limits([s[1] for s in summaries], [s[2] for s in summaries]) or same_bytes(
+            [s[3] for s in summaries]
+        ):
             return None
         seen: dict[str, int] = {}
         for names, *_ in summaries:
@@ -100,14 +102,6 @@ def _decided(paths: list[Path]) -> Callable[[list[_Summary]], set[str] | None]:
         return {name for name, count in seen.items() if count > 1}
 
     return decide
-
-
-def _same_bytes(summaries: list[_Summary]) -> bool:
-    """Whether two logs with records hold the same bytes. Not refused here: the serial reading may stop earlier (a
-    record of a job that disagrees with another log's), and a record counted in its own log may be one that the
-    serial reading skips for an earlier log's (`--skip-bad`), so that the serial reading does not refuse it."""
-    contents = [s[3] for s in summaries if s[3].size]
-    return len(set(contents)) < len(contents)
 
 
 def _apart(paths: list[Path], fmt: str) -> bool:

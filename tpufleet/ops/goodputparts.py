@@ -30,7 +30,16 @@ from tpufleet.goodput.jobaccount import JobAccount
 from tpufleet.goodput.pipeline import ReportOptions, account_log, from_accounts, from_log
 from tpufleet.state import goodputlogs, goodputpool, goodputstreams
 
-__all__ = ["beyond_job_limits", "counts_of", "merge_part", "report", "report_here", "shared_part", "summarize_part"]
+__all__ = [
+    "beyond_job_limits",
+    "counts_of",
+    "merge_part",
+    "report",
+    "report_here",
+    "same_bytes",
+    "shared_part",
+    "summarize_part",
+]
 
 Summary = tuple[set[str], set[str], set[str], list[JobAccount], goodputlogs.Content, events.Log]
 # (every job the log names, those with events, those with a job record, every job's account, what it held, its
@@ -120,6 +129,9 @@ def _on_cluster(
         return [], None, exc
     if beyond_job_limits([s[1] for s in summaries], [s[2] for s in summaries]):
         return [], None, None
+    within = sum(s[4].size for s in summaries) <= goodputlogs.MAX_TOTAL_LOG_BYTES  # (one process reads them)
+    if within and same_bytes([s[4] for s in summaries]):
+        return [], None, None  # the serial reading says whether it refuses them, or stops earlier (`same_bytes`)
     contents: dict[goodputlogs.Content, str] = {}
     for path, summary in zip(paths, summaries, strict=True):
         goodputlogs.refuse_same_content(contents, summary[4], goodputlogs.shown_name(path), summary[5].records)
@@ -177,6 +189,14 @@ def merge_part(log: events.Log, counts: events.Log, rest: events.Log) -> None:
         counts.cut_off,
     )
     events.merge_into(log, rest)
+
+
+def same_bytes(contents: list[goodputlogs.Content]) -> bool:
+    """Whether two logs that hold anything hold the same bytes. Not refused where the serial reading can say: it
+    may stop earlier (a job's record that disagrees with another log's), and a record counted in its own log may
+    be one that it skips for an earlier log's (`--skip-bad`), and then it refuses nothing."""
+    held = [c for c in contents if c.size]
+    return len(set(held)) < len(held)
 
 
 def beyond_job_limits(event_jobs: list[set[str]], record_jobs: list[set[str]]) -> bool:
