@@ -44,9 +44,7 @@ def report(paths: list[Path], fmt: str, skip_bad: bool, options: ReportOptions) 
     """The report of `paths` read by forked processes; None where that is not worth it or not safe, or when
     anything failed (the caller reads the logs in this process, which says what is wrong)."""
     children = min(goodputpool._usable_cpus(), MAX_PROCESSES, len(paths))
-    if children < 2 or not forkedjobs.can_fork() or not all(_regular(p) for p in paths):
-        return None
-    if goodputstreams.on_disk_bytes(paths) < FORKED_MIN_BYTES or not _apart(paths, fmt):
+    if children < 2 or not _worth_forking(paths, fmt):
         return None
     # loaded here, once, before the fork: every child has the loop and the accounting's helpers from this process;
     # taken as the serial reading takes it, from the native logs' size (not CSV's)
@@ -83,17 +81,24 @@ def report(paths: list[Path], fmt: str, skip_bad: bool, options: ReportOptions) 
     return from_accounts(accounts, whole, options)
 
 
+def _worth_forking(paths: list[Path], fmt: str) -> bool:
+    """Safe (this process's only thread; regular files, which a child can read up without taking them from this
+    process) and worth it (at least FORKED_MIN_BYTES, and logs that look apart: `_apart`)."""
+    if not forkedjobs.can_fork() or not all(_regular(p) for p in paths):
+        return False
+    return goodputstreams.on_disk_bytes(paths) >= FORKED_MIN_BYTES and _apart(paths, fmt)
+
+
 def _decided(paths: list[Path]) -> Callable[[list[_Summary]], set[str] | None]:
     """What is decided once every log is read: None (the serial reading then says why, or whether: see
-    `goodputparts.same_bytes`) when the logs hold too many bytes or jobs together, or two hold the same bytes; else the jobs
-    more than one log names."""
+    `goodputparts.same_bytes`) when the logs hold too many bytes or jobs together, or two hold the same bytes;
+    else the jobs more than one log names."""
 
     def decide(summaries: list[_Summary]) -> set[str] | None:
-        if sum(s[3].size for s in summaries) > goodputlogs.MAX_TOTAL_LOG_BYTES:
+        contents = [s[3] for s in summaries]
+        if sum(c.size for c in contents) > goodputlogs.MAX_TOTAL_LOG_BYTES or same_bytes(contents):
             return None
-        if beyond_job_limits([s[1] for s in summaries], [s[2] for s in summaries]) or same_bytes(
-            [s[3] for s in summaries]
-        ):
+        if beyond_job_limits([s[1] for s in summaries], [s[2] for s in summaries]):
             return None
         seen: dict[str, int] = {}
         for names, *_ in summaries:
