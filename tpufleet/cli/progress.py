@@ -30,8 +30,8 @@ class Bar:
 @contextmanager
 def progress(label: str, total: float | None, count: bool = False, animated: bool = True) -> Iterator[Bar]:
     """A transient bar with an ETA on a terminal (with `count`, "done/total" instead of a percentage); a bar that
-    draws nothing otherwise. Not `animated`, it is drawn as the work starts and as it advances, by no thread of its
-    own: a process running one thread alone may fork (`state.forkedjobs.can_fork`)."""
+    draws nothing otherwise. Not `animated`, it is drawn once, as the work starts, by no thread of its own (it does
+    not move): a process running one thread alone may fork (`state.forkedjobs.can_fork`)."""
     if not sys.stderr.isatty():
         yield Bar()
         return
