@@ -82,16 +82,16 @@ def build(
     options = ReportOptions(
         by or (), period, since, until, capacity or (), windows or (), exclusions, keep_timelines, aliases
     )
+    result: metrics.Report | None
     try:
         if cluster is not None or workers:
             result = goodputparts.report(paths, fmt, skip_bad, cluster, workers, options)
         else:
             # several large logs: read side by side in forked processes (None: not worth it, or read them here)
-            forked = None if whole_lines or files_only else goodputforked.report(paths, fmt, skip_bad, options)
-            if forked is None:
+            result = None if whole_lines or files_only else goodputforked.report(paths, fmt, skip_bad, options)
+            if result is None:
                 log = goodputlogs.load(paths, fmt, skip_bad, whole_lines=whole_lines, files_only=files_only)
-                forked = goodputparts.report_here(log, options)
-            result = forked
+                result = goodputparts.report_here(log, options)
     except NoJobEvents as exc:
         raise BadInput(f"{exc} ({_named(paths)})") from None
     result["input"] = {"files": [str(p) for p in paths], "format": fmt, **result["input"]}
