@@ -105,25 +105,33 @@ def test_a_read_is_cut_after_its_last_line_end(data: bytes) -> None:
     assert _split_at_line_end(data) == (data[:cut], data[cut:])
 
 
-def _cut(data: bytes, chunk: int, most: int | None, skip_bad: bool) -> tuple[bytes, Any]:
+def _cut(
+    data: bytes, chunk: int, most: int | None, skip_bad: bool, file: Path | None = None, limit: int = 1 << 30
+) -> tuple[bytes, Any]:
     """The pieces `_pieces` cuts `data` into, read `chunk` bytes at a time in pieces of about `most`, checked to
     follow each other (each at the offset the one before ended, each but the last empty or ended by a line end), joined;
-    and the over-long line it stopped at, as (its first bytes, the lines ended before it), or None."""
+    and the over-long line it stopped at, as (its first bytes, the lines ended before it), or the error that ended
+    it (a log over `limit`), or None. From `file` (a regular file, whose pieces are read by offset), which `data`
+    is written to, else from a stream of `data` in memory."""
     import io
 
     from tpufleet.state import goodputpieces, goodputstreams
 
     pieces: list[bytes] = []
-    stopped = None
-    with pytest.MonkeyPatch.context() as mp:
+    stopped: Any = None
+    if file is not None:
+        file.write_bytes(data)
+    with pytest.MonkeyPatch.context() as mp, io.BytesIO(data) if file is None else file.open("rb") as fh:
         mp.setattr(events, "MAX_LINE_BYTES", LIMIT)
         mp.setattr(goodputstreams, "CHUNK_BYTES", chunk)
         try:
-            for piece, offset in goodputpieces._pieces(io.BytesIO(data), "log", 1 << 30, skip_bad, False, most):
+            for piece, offset in goodputpieces._pieces(fh, "log", limit, skip_bad, False, most):
                 assert offset == sum(map(len, pieces))
                 pieces.append(piece)
         except goodputpieces.LongLine as exc:
             stopped = (exc.text, sum(goodputpieces._line_ends(p) for p in pieces))
+        except BadInput as exc:
+            stopped = str(exc)
     assert all(p.endswith((b"\n", b"\r")) for p in pieces[:-1] if p)  # (a read with no line end gives an empty one)
     return b"".join(pieces), stopped
 
@@ -144,6 +152,90 @@ def test_a_log_is_cut_into_the_same_lines_whatever_the_reads_and_pieces(data, ch
     assert _cut(data, chunk, most, skip_bad) == whole
     if whole[1] is None and not skip_bad:
         assert whole[0] == data
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(logs(), st.sampled_from([1, 7, 64, 4 * LIMIT]), st.sampled_from([1, 40, LIMIT, 4 * LIMIT]), st.booleans())
+def test_a_regular_file_is_cut_into_the_lines_a_stream_of_it_is(tmp_path_factory, data, chunk, most, skip_bad):
+    """A regular file's pieces are read by their offsets where the pieces can be vouched for, and from the stream
+    after that: the same bytes in the same order, the same over-long line after the same lines, or the same error
+    for a log over its size (refused as a stream is, after the same lines)."""
+    file = tmp_path_factory.mktemp("log") / "log.jsonl"
+    for limit in (1 << 30, len(data) // 2):
+        assert _cut(data, chunk, most, skip_bad, file, limit) == _cut(data, chunk, most, skip_bad, None, limit)
+
+
+@settings(max_examples=80, derandomize=True, deadline=None)
+@given(logs(), st.sampled_from([1, 40, LIMIT]), st.booleans())
+def test_a_log_read_by_offset_for_the_compiled_loop_gives_what_it_gives_read_in_one(
+    tmp_path_factory, data, most, skip_bad
+):
+    """The compiled loop's pieces of a regular file, read by offset: the same records, skipped lines and first
+    error as the standard reader's of the log in one piece."""
+    from tpufleet.goodput import linescan
+
+    if not linescan.available():
+        pytest.skip("the compiled loop needs Numba (make sweep-deps)")
+    path = tmp_path_factory.mktemp("log") / "log.jsonl"
+    path.write_bytes(data)
+    whole, _ = snapshot(path, None, "lines", skip_bad, False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(goodputpool, "COMPILED_MIN_BYTES", 0)
+        mp.setattr(goodputlogs, "LOOP_PIECE_BYTES", most)
+        assert snapshot(path, None, "msgspec", skip_bad, False)[0] == whole
+
+
+def _by_offset(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the pieces read by offset (`_read_by_offset`), recorded as they are given."""
+    from tpufleet.state import goodputpieces
+
+    sizes: list[int] = []
+    read = goodputpieces._read_by_offset
+
+    def spied(*args: Any) -> Any:
+        for piece, offset in read(*args):
+            sizes.append(len(piece))
+            yield piece, offset
+
+    monkeypatch.setattr(goodputpieces, "_read_by_offset", spied)
+    return sizes
+
+
+def test_a_regular_file_is_read_a_piece_at_a_time_by_offset_and_its_last_lines_as_a_stream(tmp_path, monkeypatch):
+    """Pieces of at least `most` bytes, each to a line feed, read by offset; the lines too near the end for a whole
+    piece read as a stream, in one read; what comes out is the file, offsets counted from where the stream stood
+    (standard input redirected from a file may stand past its start)."""
+    from tpufleet.state import goodputpieces
+
+    data = b"".join(b"%d\n" % (10**k) for k in range(40))  # lines of 2 to 41 bytes
+    (tmp_path / "log").write_bytes(data)
+    sizes = _by_offset(monkeypatch)
+    reads = read_in_blocks(monkeypatch, 1 << 20)
+    reads.reads.append([])
+    with (tmp_path / "log").open("rb") as fh:
+        fh.seek(7)
+        pieces = list(goodputpieces._pieces(fh, "log", 1 << 30, False, False, 100))
+    assert b"".join(p for p, _ in pieces) == data[7:]
+    assert [o for _, o in pieces] == [sum(len(p) for p, _ in pieces[:k]) for k in range(len(pieces))]
+    assert sizes == [len(p) for p, _ in pieces[: len(sizes)]] and len(sizes) == len(pieces) - 1
+    assert all(size >= 100 and size - 100 < 42 for size in sizes)  # (the first line feed past 100 bytes)
+    assert len(pieces[-1][0]) < 100 + 42 and reads.reads == [[len(pieces[-1][0])]]  # the rest: one read
+
+
+def test_a_file_cut_short_while_read_by_offset_is_read_on_as_a_stream(tmp_path, monkeypatch):
+    """A file truncated between two pieces (a log rotated by copy and truncate) ends the reading by offset; the
+    stream reads on from there (nothing, here): no piece of bytes that are gone, no error."""
+    from tpufleet.state import goodputpieces
+
+    data = b"".join(b'{"n":%d}\n' % k for k in range(100))
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    got = []
+    with path.open("rb") as fh:
+        for piece, offset in goodputpieces._pieces(fh, "log", 1 << 30, False, False, 50):
+            got.append((piece, offset))
+            path.write_bytes(data[:40])  # (shorter than the piece after the first)
+    assert [p for p, _ in got] == [data[: len(got[0][0])]] and len(got[0][0]) >= 50
 
 
 @settings(max_examples=60, derandomize=True, deadline=None)
