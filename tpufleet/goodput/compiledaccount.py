@@ -250,13 +250,10 @@ def _plain(array: Any, dtype: Any = None) -> bool:
     """An array of a type the kernel is compiled for (another would be compiled on first use, a second)."""
     import numpy as np
 
-    return (
-        isinstance(array, np.ndarray)
-        and array.dtype == (np.float64 if dtype is None else dtype)
-        and array.ndim == 1
-        and array.flags.c_contiguous
-        and array.flags.writeable
-    )
+    if not isinstance(array, np.ndarray) or array.ndim != 1:
+        return False
+    flags = array.flags  # (asked once: a new object each time, and this is asked eighty times a job)
+    return bool(array.dtype == (np.float64 if dtype is None else dtype) and flags.c_contiguous and flags.writeable)
 
 
 def prepared() -> bool:
