@@ -238,6 +238,48 @@ def test_a_file_cut_short_while_read_by_offset_is_read_on_as_a_stream(tmp_path, 
     assert [p for p, _ in got] == [data[: len(got[0][0])]] and len(got[0][0]) >= 50
 
 
+def test_a_file_grown_past_its_limit_while_read_by_offset_is_refused_by_the_stream(tmp_path):
+    """A file within its size limit when it is opened, written to past the limit while its pieces are read: the
+    pieces by offset stop where the file ended when it was opened, and the stream reading on from there refuses
+    it, as it refuses any log over its size, after whole lines of what was there."""
+    from tpufleet.state import goodputpieces
+
+    data = b"".join(b'{"n":%d}\n' % k for k in range(100))
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    got = []
+    with path.open("rb") as fh, pytest.raises(BadInput, match="larger than the"):
+        for piece, offset in goodputpieces._pieces(fh, "log", len(data), False, False, 50):
+            got.append((piece, offset))
+            with path.open("ab") as more:
+                more.write(b'{"n":0}\n')
+    joined = b"".join(p for p, _ in got)
+    assert got and data.startswith(joined) and joined.endswith(b"\n")
+
+
+def test_a_read_by_offset_that_fails_leaves_the_rest_to_the_stream(tmp_path, monkeypatch):
+    """A read by offset that fails (an I/O error, say) ends the reading by offset; the stream reads on from there,
+    and its own read names any failure: here it reads, and the pieces are the file."""
+    import os
+
+    from tpufleet.state import goodputpieces
+
+    data = b"".join(b'{"n":%d}\n' % k for k in range(100))
+    (tmp_path / "log").write_bytes(data)
+    reads = []
+
+    def pread(fd: int, size: int, offset: int) -> bytes:
+        reads.append(offset)
+        if len(reads) > 2:  # (a piece's line end looked for, the piece read, then a failure)
+            raise OSError(5, "Input/output error")
+        return os.pread(fd, size, offset)
+
+    monkeypatch.setattr(goodputpieces.os, "pread", pread)
+    with (tmp_path / "log").open("rb") as fh:
+        pieces = list(goodputpieces._pieces(fh, "log", 1 << 30, False, False, 50))
+    assert b"".join(p for p, _ in pieces) == data and len(reads) == 3 and len(pieces[0][0]) < 100
+
+
 @settings(max_examples=60, derandomize=True, deadline=None)
 @given(
     st.lists(st.sampled_from(GOOD[:6]), min_size=1, max_size=40),

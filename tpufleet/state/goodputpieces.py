@@ -39,12 +39,14 @@ def _pieces(
     the lines given numbers it), or with `skip_bad` one bad line (its bytes are dropped as they come). With
     `whole_lines`, a last line a writer has not finished is left out (`_finished`).
 
-    A plain regular file read in pieces of `most` (the compiled loop's) is read a piece at a time by its offset
-    (`_read_by_offset`) as far as that can vouch for its pieces, then as a stream from where it stopped."""
+    A plain regular file within `limit` read in pieces of `most` (the compiled loop's; not with `whole_lines`) is
+    read a piece at a time by offset instead (`_read_by_offset`) as far as that can vouch for its pieces, and as a
+    stream, as above, from where it stops."""
     consumed = 0
-    start = None if most is None or whole_lines else _offset_readable(fh, limit)
-    if start is not None and most is not None:
-        for piece, consumed in _read_by_offset(fh.fileno(), name, start, most, limit):
+    span = None if most is None or most < 1 or whole_lines else _offset_span(fh, limit)
+    if span is not None and most is not None:
+        start, end = span
+        for piece, consumed in _read_by_offset(fh.fileno(), start, end, most, limit):
             yield piece, consumed
             consumed += len(piece)
         _seek(fh, name, start + consumed)
@@ -95,42 +97,47 @@ def _streamed(
         yield rest, consumed
 
 
-def _offset_readable(fh: BinaryIO, limit: int) -> int | None:
-    """Where the bytes of a plain regular file start (where the stream is), when its pieces can be read by offset
-    (`_read_by_offset`): not a gzip log, standard input from a pipe, or a file already over `limit` (refused as a
-    stream, after the same lines as any other log)."""
+def _offset_span(fh: BinaryIO, limit: int) -> tuple[int, int] | None:
+    """Where the bytes of a plain regular file start (where the stream is) and end (its size now), when its pieces
+    can be read by offset (`_read_by_offset`); None for a gzip log, standard input from a pipe, or a file over
+    `limit` already (refused as a stream, after the same lines as any other log)."""
     if not isinstance(fh, io.BufferedReader | io.FileIO):
         return None
     try:
         start, size = fh.tell(), os.fstat(fh.fileno())
     except (OSError, ValueError):
         return None
-    return start if stat.S_ISREG(size.st_mode) and size.st_size - start <= limit else None
+    return (start, size.st_size) if stat.S_ISREG(size.st_mode) and size.st_size - start <= limit else None
 
 
-def _read_by_offset(fd: int, name: str, start: int, most: int, limit: int) -> Iterator[tuple[bytes, int]]:
-    """Pieces of a regular file from `start`, each its bytes up to the first line feed at or past `most` (as
-    `_smaller` cuts), read once into the piece (`os.pread`; a stream's read and its cut into pieces were two copies,
-    a quarter of the loop's time), with their offsets from `start`. It stops, and the stream reads on from there,
-    where it cannot vouch for the next piece as the stream would cut it: no line feed that near (the file's last
-    lines, or a line that may be over the limit), a piece with a line that may be (no line feed in one of its
-    half-limits, as `_without_long_lines` looks), the file changed under it, or `limit` passed."""
+def _read_by_offset(fd: int, start: int, end: int, most: int, limit: int) -> Iterator[tuple[bytes, int]]:
+    """Pieces of a regular file from `start` to about `end`, each its bytes up to the first line feed at or past
+    `most` (as `_smaller` cuts), read by offset (`os.pread`: a piece's bytes copied once, where a stream's read
+    and its cut into pieces were two copies, a quarter of the loop's time), with their offsets from `start`. It
+    stops, and the stream reads on from there, where it cannot vouch for the next piece as the stream would cut
+    it: fewer than `most` bytes left before `end` (the file's last lines), no line feed found near enough (a line
+    that may be over the limit), a piece with a line that may be (no line feed in one of its half-limits, as
+    `_without_long_lines` looks), a read that comes back short or fails (a file cut or damaged under the reading:
+    the stream's own read then names a failure), or `limit` passed."""
     at = start
-    while (end := _line_end_past(fd, name, at + most - 1)) >= 0 and end - start <= limit:
-        piece = _read_at(fd, name, end - at, at)
-        if len(piece) != end - at or not piece.endswith(b"\n") or not _no_long_line(piece):
+    while at + most <= end and (stop := _line_end_past(fd, at + most - 1)) >= 0 and stop - start <= limit:
+        piece = _read_at(fd, stop - at, at)
+        if piece is None or len(piece) != stop - at or not piece.endswith(b"\n") or not _no_long_line(piece):
             return
         yield piece, at - start
-        at = end
+        at = stop
 
 
-def _line_end_past(fd: int, name: str, at: int) -> int:
-    """Where the line holding byte `at` of the file ends (after its line feed), looked for in reads growing from
-    4 KiB (a line of a log is about a hundred bytes); -1 when the file ends first or no line feed is within
-    MAX_LINE_BYTES."""
+def _line_end_past(fd: int, at: int) -> int:
+    """Where the line holding byte `at` of the file ends (after its line feed), looked for in reads from 4 KiB (a
+    line of a log is about a hundred bytes) growing fourfold while about MAX_LINE_BYTES are not yet looked at (a
+    piece holding a longer line is refused after, by `_no_long_line`); -1 when the file ends or a read fails first,
+    or no line feed is found."""
     looked, size = 0, 4 * KiB
     while looked <= events.MAX_LINE_BYTES:
-        data = _read_at(fd, name, size, at + looked)
+        data = _read_at(fd, size, at + looked)
+        if data is None:
+            return -1
         found = data.find(b"\n")
         if found >= 0:
             return at + looked + found + 1
@@ -140,15 +147,17 @@ def _line_end_past(fd: int, name: str, at: int) -> int:
     return -1
 
 
-def _read_at(fd: int, name: str, size: int, offset: int) -> bytes:
-    """Up to `size` bytes at `offset`; a failed read is the one-line error naming the log (`goodputstreams._read`)."""
+def _read_at(fd: int, size: int, offset: int) -> bytes | None:
+    """Up to `size` bytes at `offset`; None when the read fails (the stream reading on names the failure)."""
     try:
         return os.pread(fd, size, offset)
-    except OSError as exc:
-        raise BadStateFile(name, "", NO_VALUE, f"cannot be read: {exc.strerror or exc}") from None
+    except (OSError, OverflowError):
+        return None
 
 
 def _seek(fh: BinaryIO, name: str, offset: int) -> None:
+    """The stream moved to `offset`, where the reading by offset stopped; a failure is the one-line error naming
+    the log (`goodputstreams._read`)."""
     try:
         fh.seek(offset)
     except OSError as exc:
