@@ -267,14 +267,15 @@ def test_a_read_by_offset_that_fails_leaves_the_rest_to_the_stream(tmp_path, mon
     data = b"".join(b'{"n":%d}\n' % k for k in range(100))
     (tmp_path / "log").write_bytes(data)
     reads = []
+    read = os.pread
 
     def pread(fd: int, size: int, offset: int) -> bytes:
         reads.append(offset)
         if len(reads) > 2:  # (a piece's line end looked for, the piece read, then a failure)
             raise OSError(5, "Input/output error")
-        return os.pread(fd, size, offset)
+        return read(fd, size, offset)
 
-    monkeypatch.setattr(goodputpieces.os, "pread", pread)
+    monkeypatch.setattr(os, "pread", pread)
     with (tmp_path / "log").open("rb") as fh:
         pieces = list(goodputpieces._pieces(fh, "log", 1 << 30, False, False, 50))
     assert b"".join(p for p, _ in pieces) == data and len(reads) == 3 and len(pieces[0][0]) < 100
