@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["STDIN", "load", "load_exclusions", "shown_name"]
 
-# The compiled loop's pieces: smaller than the others, as three or four are held at once while its threads read
-# them (`goodputpool._ahead`); 10 M events read as fast at 2 MiB as at 8, with 70 MiB less held at the peak.
+# The compiled loop's pieces: smaller than the others, as five are read ahead while its threads read them
+# (`goodputpool._ahead`); 10 M events read as fast at 2 MiB as at 8, with 70 MiB less held at the peak.
 LOOP_PIECE_BYTES = 2 * MiB
 MAX_TOTAL_LOG_BYTES = 8 * MAX_LOG_BYTES  # all the files of one report together: about 20 M native events
 CSV_NAMES = (".csv", ".csv.gz")  # how a native CSV log's name ends (`is_csv`)
