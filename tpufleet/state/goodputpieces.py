@@ -43,8 +43,7 @@ def _pieces(
     read a piece at a time by offset instead (`_read_by_offset`) as far as that can vouch for its pieces, and as a
     stream, as above, from where it stops."""
     consumed = 0
-    span = None if most is None or most < 1 or whole_lines else _offset_span(fh, limit)
-    if span is not None and most is not None:
+    if most is not None and most >= 1 and not whole_lines and (span := _offset_span(fh, limit)) is not None:
         start, end = span
         for piece, consumed in _read_by_offset(fh.fileno(), start, end, most, limit):
             yield piece, consumed
