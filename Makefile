@@ -59,10 +59,13 @@ lint: $(STAMP)
 
 # Optional: Dask for `tpufleet sweep --cluster` and the local cluster (sweeps also run serially without it), PyArrow,
 # Numba and ISA-L for goodput-report's large logs, and DuckDB and Polars, the baselines of `make bench`.
-# Then goodput-report's compiled loop and accounting helpers are compiled into Numba's cache (about 10 s, once),
-# which the first report of a large log would otherwise pay for.
+# Then goodput-report's compiled loop and accounting helpers are built ahead of time into one module (about 8 s,
+# once: a report of a large log then never imports Numba), and compiled into Numba's cache (about 10 s, once) for
+# where that module cannot be used (TPUFLEET_PREBUILT=0, no C compiler); the first large report would pay for each.
 sweep-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-sweep.lock
+	@$(BIN)/python -c "from tpufleet.state import prebuiltcache as p; p.install() or print('note: the kernels could not \
+	be built ahead of time (see NAME.failed beside them): Numba loads them for each large report (0.45 s)')"
 	@$(BIN)/python -c "from tpufleet.goodput import compiledaccount as c; c.prepared() or print('warning: the compiled \
 	loop could not be compiled: goodput-report reads large logs with msgspec (the same answers, slower)')"
 

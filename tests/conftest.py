@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tpufleet.cli import main
+from tpufleet.state import prebuiltcache
 
 # Registered from Hypothesis' own defaults (with $CI set, Hypothesis has already loaded its built-in "ci").
 _BASE = settings.get_profile("default")
@@ -101,10 +102,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """-q hides the header (`make test` runs quiet): print the profile line anyway, CI logs need it."""
+    """-q hides the header (`make test` runs quiet): print the profile line anyway, CI logs need it. The kernels
+    built ahead of time are installed first where they can be (built once, about 8 s): every test then reads large
+    logs with them, whichever ran before it (tests/test_goodput_prebuilt.py compares them with Numba's JIT)."""
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if session.config.option.verbose < 0 and reporter is not None:
         reporter.write_line(hypothesis_line(session.config))
+    prebuiltcache.install()
 
 
 @dataclass

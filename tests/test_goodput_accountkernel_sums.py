@@ -5,12 +5,14 @@ numpy: the same placements and times to the bit. The run's mean step is a float 
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from test_goodput_prebuilt import kernels_in_use
 
 from tpufleet.goodput import compiledaccount, linescan, steps
 from tpufleet.goodput.events import CODE
@@ -25,11 +27,11 @@ _ODD = st.sampled_from([float("nan"), float("inf"), float("-inf")])
 _VALUE = st.builds(lambda m, e: m * 10.0**e, st.floats(-1.0, 1.0, allow_nan=False), st.integers(-3, 9))
 
 
-@pytest.fixture(scope="module")
-def kernel() -> Any:
-    loaded = compiledaccount._kernel()
-    assert loaded is not None, "the compiled helpers did not load"
-    return loaded
+@pytest.fixture(scope="module", params=["jit", "prebuilt"])
+def kernel(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The helpers as Numba's JIT compiles them, and as built ahead of time (`tpufleet.goodput.prebuilt`)."""
+    with kernels_in_use(request.param) as kernel:
+        yield kernel
 
 
 @given(values=st.lists(_VALUE, max_size=300), lo=st.integers(0, 3))

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from test_goodput_prebuilt import kernels_in_use
 
-from tpufleet.goodput import compiledaccount, linescan, timeline
+from tpufleet.goodput import compiledaccount, linescan, prebuilt, timeline
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("numba") is None, reason="Numba is not installed (make sweep-deps): no compiled helpers"
@@ -24,11 +26,11 @@ _TIME = st.integers(-3, 43).map(lambda k: k / 4)
 _PAIRS = st.lists(st.tuples(_TIME, _TIME), max_size=12)
 
 
-@pytest.fixture(scope="module")
-def kernel() -> Any:
-    loaded = compiledaccount._kernel()
-    assert loaded is not None, "the compiled helpers did not load"
-    return loaded
+@pytest.fixture(scope="module", params=["jit", "prebuilt"])
+def kernel(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The helpers as Numba's JIT compiles them, and as built ahead of time (`tpufleet.goodput.prebuilt`)."""
+    with kernels_in_use(request.param) as kernel:
+        yield kernel
 
 
 @pytest.fixture
@@ -165,6 +167,7 @@ def test_a_kernel_that_cannot_load_leaves_numpy(monkeypatch: pytest.MonkeyPatch)
         raise RuntimeError("no compiler")
 
     compiledaccount._kernel.cache_clear()
+    monkeypatch.setattr(prebuilt, "_installed", None)  # (none built ahead of time either)
     monkeypatch.setattr(importlib, "import_module", fails)
     monkeypatch.setattr(linescan, "loaded", lambda: True)
     try:
@@ -317,6 +320,7 @@ def test_prepared_compiles_every_helper_a_report_calls(tmp_path):
     """`compiledaccount.prepared` (what `make sweep-deps` runs) leaves nothing for a report to compile: a helper
     called with argument types its check examples did not use (int8 labels) was compiled again on each new install's
     first large report. Run in a fresh interpreter: this one's helpers may have been compiled for anything."""
+    import os
     import subprocess
     import sys
 
@@ -325,7 +329,12 @@ def test_prepared_compiles_every_helper_a_report_calls(tmp_path):
     with path.open("a", newline="") as log:  # a log written with CR LF: its lines counted apart, not by a decoder
         log.write("".join(f"{line}\r\n" for line in _busy_job("windows", 30)))
     out = subprocess.run(
-        [sys.executable, "-c", _SIGNATURES, str(path)], capture_output=True, text=True, check=True, timeout=600
+        [sys.executable, "-c", _SIGNATURES, str(path)],
+        env={**os.environ, "TPUFLEET_PREBUILT": "0"},  # (the JIT's helpers: the prebuilt ones compile nothing)
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
     )
     assert out.stdout.strip() == "{}", f"compiled during the report (before, after): {out.stdout}"
 

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from test_goodput_columnar import DEFECTS, with_defects
 
 from tpufleet.errors import BadInput
-from tpufleet.goodput import columnar, fastread, linescan, render
+from tpufleet.goodput import columnar, fastread, linescan, prebuilt, render
 from tpufleet.goodput.events import EVENT_NAMES, MAX_TEXT
 from tpufleet.goodput.times import MAX_TIME, SMALLEST_TIME
 from tpufleet.ops.goodput import build
-from tpufleet.state import goodputpieces, goodputpool, goodputstreams
+from tpufleet.state import goodputpieces, goodputpool, goodputstreams, prebuiltcache
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("numba") is None, reason="Numba is not installed (make sweep-deps): no compiled loop"
@@ -242,14 +242,16 @@ def test_a_time_past_15_significant_digits_is_left_to_msgspec(time, taken):
 
 
 def test_a_loop_that_cannot_be_loaded_leaves_the_other_readers(tmp_path, monkeypatch):
-    """Numba present but the loop failing to compile or load (a broken install, say): the report is read by the
-    other readers, with the same answers, and says nothing of it."""
+    """Numba present but the loop failing to compile or load (a broken install, say), prebuilt or not: the report is
+    read by the other readers, with the same answers, and says nothing of it."""
     import sys
 
     path = tmp_path / "a.jsonl"
     path.write_text("\n".join(_compact(line, random.Random(2)) for line in with_defects(4, 2, 0)) + "\n")
     expected = build([path], by=[], period=None, skip_bad=False)
     monkeypatch.setitem(sys.modules, "tpufleet.goodput.linekernel", None)  # its import fails
+    monkeypatch.setattr(prebuilt, "_installed", None)  # and no prebuilt module is, or can be, installed
+    monkeypatch.setattr(prebuiltcache, "install", lambda: False)
     monkeypatch.setattr(goodputpool, "COMPILED_MIN_BYTES", 0)
     linescan._kernel.cache_clear()
     try:

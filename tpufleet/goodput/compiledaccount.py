@@ -11,7 +11,7 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from tpufleet.goodput import linescan
+from tpufleet.goodput import linescan, prebuilt
 
 if TYPE_CHECKING:
     import numpy as np
@@ -272,7 +272,7 @@ def _kernel() -> Any:
     try:
         with warnings.catch_warnings(), linescan.without_scipy_blas():  # Numba warns of a cache it cannot write:
             warnings.simplefilter("ignore")  # the kernel is compiled each time
-            kernel = importlib.import_module("tpufleet.goodput.accountkernel")
+            kernel = prebuilt.installed() or importlib.import_module("tpufleet.goodput.accountkernel")
             from tpufleet.goodput import kernelchecks
 
             right = kernelchecks.answers_right(kernel)

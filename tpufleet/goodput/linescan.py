@@ -12,11 +12,12 @@ refuses. The result is `fastread.Decoded`, added to the Log as the msgspec reade
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tpufleet.goodput import fastread
+from tpufleet.goodput import fastread, prebuilt
 from tpufleet.goodput.events import CODE, EVENT_NAMES, MAX_CHIPS, MAX_STEP, MAX_TEXT
 from tpufleet.goodput.fastread import Decoded, _odd_breaks, flat_lines, group_runs
 from tpufleet.goodput.fastread import available as msgspec_available
@@ -51,8 +52,10 @@ def _kernel() -> Any:
     try:
         with warnings.catch_warnings(), without_scipy_blas():  # Numba warns of a cache it cannot write: the loop is
             warnings.simplefilter("ignore")  # compiled each time
-            linekernel = importlib.import_module("tpufleet.goodput.linekernel")
-            if linekernel.numba.config.DISABLE_JIT:  # Numba's debug switch: the loop would run as Python on numpy
+            linekernel = prebuilt.installed() or importlib.import_module("tpufleet.goodput.linekernel")
+            if (
+                isinstance(linekernel, types.ModuleType) and linekernel.numba.config.DISABLE_JIT
+            ):  # Numba's debug switch: the loop would run as Python on numpy
                 return None  # bytes (uint8 arithmetic that wraps), and slowly
             _, t, cols, counts = _scanned(linekernel, _CHECK_LINE) or (0, [0], [[0]], ())  # compiled (or loaded) now
             filled = _stops_when_full(linekernel)

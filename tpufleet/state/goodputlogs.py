@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from tpufleet.constants import MiB
 from tpufleet.errors import NO_VALUE, BadInput, BadStateFile, shown
-from tpufleet.goodput import eventlines, events, fastread, linescan, mlfast, mlgoodput
+from tpufleet.goodput import eventlines, events, fastread, mlfast, mlgoodput
 from tpufleet.goodput.times import BadRecord
 from tpufleet.goodput.windows import Exclusion, parse_exclusions
 from tpufleet.state import crcjoin, goodputpool
@@ -268,7 +268,9 @@ def load_part(path: Path, fmt: str, skip_bad: bool, compiled: bool | None = None
     name = shown_name(path)
     with _open(path) as fh:
         try:
-            loop = goodputpool.compiled_for(_size(path)) if compiled is None else compiled and linescan.available()
+            loop = (
+                goodputpool.compiled_for(_size(path)) if compiled is None else compiled and goodputpool.loop_available()
+            )
             reading = _Reading(skip_bad, compiled=native and loop)
             content = _load_one(fh, name, fmt, native, MAX_LOG_BYTES, log, reading, None)
         except events.TooManyJobs as exc:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tpufleet.constants import MiB
 from tpufleet.errors import BadInput
 from tpufleet.goodput import columnar, fastread, linescan
-from tpufleet.state import crcjoin
+from tpufleet.state import crcjoin, prebuiltcache
 from tpufleet.state.goodputpieces import _bom, _line_ends
 from tpufleet.state.workthreads import WorkThreads, waited
 
@@ -133,7 +133,14 @@ COMPILED_MIN_BYTES = 128 * MiB
 def compiled_for(size: int) -> bool:
     """Whether native logs of `size` bytes in all are read with the compiled loop (read at call time: tests set
     COMPILED_MIN_BYTES)."""
-    return size >= COMPILED_MIN_BYTES and linescan.available()
+    return size >= COMPILED_MIN_BYTES and loop_available()
+
+
+def loop_available() -> bool:
+    """Whether the compiled loop can be used, loading it now: the prebuilt kernels where they can be built or are
+    (`prebuiltcache`: no import of Numba), else Numba's JIT."""
+    prebuiltcache.install()
+    return linescan.available()
 
 
 MAX_WORKERS = 4
