@@ -173,6 +173,7 @@ def child(
     threads: bool = True,
     forked: bool = True,
     tree: bool = False,
+    prebuilt: bool = True,
 ) -> tuple[float, float, float, float | None]:
     """(wall seconds, CPU seconds, peak MiB) of pipeline.build in a fresh interpreter (imports not counted in the
     times). The peak is measured from outside (benchmarks/peak.py: this process, grown by the generated input,
@@ -184,8 +185,10 @@ def child(
     goodput-report does; its loading is timed, as the report pays for it). `threads` False: the loop and the jobs'
     accounting on the one thread, as on a machine of one CPU. `forked` False reads several large logs in the one
     process (`ops.goodputforked` off). `tree`: the fourth figure is the most memory the child and every process
-    it forked held together (`peak.TreeMemory`, proportional set sizes: shared pages once); else None."""
+    it forked held together (`peak.TreeMemory`, proportional set sizes: shared pages once); else None.
+    `prebuilt` False: the kernels from Numba's JIT (TPUFLEET_PREBUILT=0), not the module built ahead of time."""
     code = (
+        f"import os; os.environ['TPUFLEET_PREBUILT'] = '{int(prebuilt)}'\n"
         "import resource, sys, time; from pathlib import Path; from tpufleet.ops import goodput\n"
         "import numpy, tpufleet.goodput.fastread, tpufleet.goodput.render, tpufleet.state.goodputlogs\n"
         "import tpufleet.state.goodputpool as pool\n"
@@ -340,9 +343,10 @@ def bench_columnar(events: int, files: int) -> None:
         rotated = write_native(Path(tmp) / "rotated", events, files, rotated=True)
         os.sync()  # (the files written back first: a run meanwhile shares the disk and a CPU with the writeback)
         lines = sum(p.read_bytes().count(b"\n") for p in paths)
-        mine, theirs, turned_on, turned_off = [], [], [], []
+        mine, theirs, turned_on, turned_off, jit = [], [], [], [], []
         for _ in range(2):  # alternated, so that each sees the same machine state; the best of two
             mine.append(child(paths, "native", one_process=True)[:3])
+            jit.append(child(paths, "native", one_process=True, prebuilt=False)[:3])
             theirs.append(child(paths, "native", one_process=True, forked=False)[:3])
             turned_on.append(child(rotated, "native", one_process=True)[:3])
             turned_off.append(child(rotated, "native", one_process=True, forked=False)[:3])
@@ -380,11 +384,17 @@ def bench_columnar(events: int, files: int) -> None:
         f"  report on one CPU (the loop and the accounting on one thread): {single[0]:.2f} s wall, {single[1]:.2f} s CPU, "
         f"peak {single[2]:.0f} MiB   report / this: {ours[0] / single[0]:.2f}x wall, {ours[1] / single[1]:.2f}x CPU"
     )
+    jitted = best(jit)
+    print(
+        f"  report with the kernels from Numba's JIT (TPUFLEET_PREBUILT=0: Numba imported and its cache loaded in the "
+        f"time), not built ahead: {jitted[0]:.2f} s wall, {jitted[1]:.2f} s CPU   report / this: "
+        f"{ours[0] / jitted[0]:.2f}x wall, {ours[1] / jitted[1]:.2f}x CPU"
+    )
     if without is not None and forced is not None:
         print(
             f"  report without the compiled loop (msgspec's reader): {without[0]:.2f} s wall, {without[1]:.2f} s CPU,"
             f" peak {without[2]:.0f} MiB   report / this: {ours[0] / without[0]:.2f}x wall, {ours[1] / without[1]:.2f}x"
-            f" CPU\n  report with the loop forced on (Numba loaded in the time): {forced[0]:.2f} s wall, "
+            f" CPU\n  report with the loop forced on (its loading in the time): {forced[0]:.2f} s wall, "
             f"{forced[1]:.2f} s CPU   / without: {forced[0] / without[0]:.2f}x wall, {forced[1] / without[1]:.2f}x CPU"
         )
     for name, (wall, cpu, peak) in rows.items():

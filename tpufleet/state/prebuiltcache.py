@@ -153,9 +153,10 @@ def _run_builder(scratch: Path, name: str) -> str | None:
 
 
 def _drop_stale(directory: Path, name: str) -> None:
-    """Remove the modules built for other sources or versions (a process still using one keeps its mapping)."""
+    """Remove the modules built for other sources or versions and their failures (a process still using one keeps
+    its mapping; their locks are left: another version's process may hold one)."""
     for stale in directory.glob(f"{PREFIX}*"):
-        if not stale.name.startswith(name) and stale.is_file():
+        if not stale.name.startswith(name) and not stale.name.endswith(".lock") and stale.is_file():
             stale.unlink(missing_ok=True)
 
 
