@@ -6,14 +6,18 @@ numpy, JIT and prebuilt alike: tests/test_goodput_compiledaccount.py, test_goodp
 
 from __future__ import annotations
 
+import collections
 import importlib
 import importlib.machinery
 import importlib.metadata
 import importlib.util
+import os
 import random
 import shutil
 import subprocess
 import sys
+import time
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,11 +46,14 @@ def kernels_in_use(kind: str) -> Iterator[Any]:
     if kind == "jit":
         prebuilt._installed = None
     _forget_kernels()
+    handed_on = sum(prebuilt.FALLBACKS.values())
     try:
         kernel = compiledaccount._kernel()
         assert kernel is not None, "the compiled helpers did not load"
         assert isinstance(kernel, type(sys)) == (kind == "jit")
         yield kernel
+        # (what was asked of the built functions was answered by them: none handed to the JIT's)
+        assert sum(prebuilt.FALLBACKS.values()) == handed_on, f"calls handed to the JIT: {prebuilt.FALLBACKS}"
     finally:
         prebuilt._installed = saved
         _forget_kernels()
@@ -108,11 +115,6 @@ def test_the_prebuilt_loop_reads_a_piece_as_the_jits(built: Any, seed: int, coun
     assert results[0][0][0] > 0 or count == 0 or b'"time"' not in piece  # (the loop took lines: the case is real)
 
 
-def test_the_prebuilt_kernels_answer_their_checks(built: Any) -> None:
-    assert kernelchecks.answers_right(built)
-    assert linescan._kernel() is built  # (the session installed them: the loop is theirs)
-
-
 def _report(paths: list[Path], skip_bad: bool) -> Any:
     from tpufleet.errors import BadInput
     from tpufleet.goodput import render
@@ -150,6 +152,8 @@ def test_a_report_is_the_same_with_the_prebuilt_kernels_and_the_jits(built: Any,
 
 _NO_NUMBA = """
 import sys
+import time
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -181,6 +185,7 @@ def test_arguments_a_built_function_was_not_built_for_go_to_the_jits(
     from tpufleet.goodput import accountkernel, linekernel, sumkernel
 
     calls: list[str] = []
+    monkeypatch.setattr(prebuilt, "FALLBACKS", collections.Counter())  # (its own count: these are handed on)
 
     def jits(name: str, answer: float) -> Any:
         def called(*args: Any) -> float:
@@ -211,6 +216,7 @@ def test_arguments_a_built_function_was_not_built_for_go_to_the_jits(
     ]
     assert [call(*args) for call, args in others] == [-1, -1, -1, -1, -1, -1, -1, -1, -1.0, -1.0]
     assert calls == ["line_count"] * 4 + ["distinct_sorted"] * 4 + ["ideal_step"] * 2
+    assert prebuilt.FALLBACKS == {"line_count": 4, "distinct_sorted": 4, "ideal_step": 2}
 
 
 def test_a_helper_not_built_ahead_is_the_jits(built: Any) -> None:
@@ -260,6 +266,8 @@ def test_the_module_is_built_once_into_place_and_imported_after(
     cache.mkdir()
     stale = cache / f"{prebuiltcache.PREFIX}0123{importlib.machinery.EXTENSION_SUFFIXES[0]}"
     stale.write_bytes(b"built for other sources")
+    long_ago = time.time() - prebuiltcache.STALE_S - 60
+    os.utime(stale, (long_ago, long_ago))  # (not imported for that long)
     first = prebuiltcache._loaded()
     assert first is not None and kernelchecks.answers_right(prebuilt.guarded(first))
     second = prebuiltcache._loaded()
@@ -278,17 +286,19 @@ def test_a_failed_build_is_remembered_and_the_jit_is_used(
     assert len(runs) == 1  # (not tried again: each large report would pay for the attempt)
     assert (cache / f"{runs[0]}.failed").read_text() == "gcc: command not found\n"
     assert [p.name for p in cache.iterdir() if p.name.startswith(".")] == []  # (the scratch directory removed)
-    assert linescan.available() and isinstance(linescan._kernel(), type(sys))
+    assert not prebuiltcache.install.__wrapped__()  # (its cache bypassed: the session's answer is its own)
+    assert prebuilt.installed() is None and linescan.available() and isinstance(linescan._kernel(), type(sys))
+    assert len(runs) == 1
 
 
-def test_a_module_another_process_built_while_this_one_waited_is_not_built_again(
+def test_a_module_found_once_the_lock_is_taken_is_not_built_again(
     cache: Path, made: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runs: list[str] = []
     _copying_builder(made, runs, monkeypatch)
     cache.mkdir()
     name = prebuiltcache.module_name()
-    shutil.copy(made, cache / made.name)  # (written while the lock was awaited)
+    shutil.copy(made, cache / made.name)  # (as another process's build, finished while this one awaited the lock)
     assert prebuiltcache._built(cache, name) == cache / made.name
     assert runs == []
 
@@ -312,12 +322,21 @@ def test_an_unwritable_cache_builds_nothing(
     assert prebuiltcache._loaded() is None and runs == []
 
 
-def test_the_name_is_the_sources_and_the_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_name_is_the_sources_and_the_versions(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     name = prebuiltcache.module_name()
     assert name == prebuiltcache.module_name() and name.startswith(prebuiltcache.PREFIX)
     real = importlib.metadata.version
-    monkeypatch.setattr(importlib.metadata, "version", lambda d: "0.0" if d == "numpy" else real(d))
-    assert prebuiltcache.module_name() != name
+    with monkeypatch.context() as other:
+        other.setattr(importlib.metadata, "version", lambda d: "0.0" if d == "numpy" else real(d))
+        assert prebuiltcache.module_name() != name
+    for module in ("tpufleet.goodput.sumkernel", "tpufleet.state.prebuiltbuild"):  # a kernel's source, the builder's
+        changed = tmp_path / f"{module}.py"
+        changed.write_bytes(Path(prebuiltcache._origin(module)).read_bytes() + b"\n")
+        origin = prebuiltcache._origin
+        with monkeypatch.context() as other:
+            other.setattr(prebuiltcache, "_origin", lambda m, c=changed, o=origin, x=module: str(c) if m == x else o(m))
+            assert prebuiltcache.module_name() not in (name, None)
+    assert prebuiltcache.module_name() == name
 
 
 def test_the_builder_builds_a_module_that_answers_its_checks(built: Any, tmp_path: Path) -> None:
@@ -328,3 +347,59 @@ def test_the_builder_builds_a_module_that_answers_its_checks(built: Any, tmp_pat
     module = prebuiltcache._imported(name, made)
     assert module is not None and kernelchecks.answers_right(prebuilt.guarded(module))
     assert sorted(p.name for p in tmp_path.iterdir()) == [made.name]
+
+
+def test_a_killed_build_leaves_no_failure_and_is_tried_again(cache: Path, made: Path, monkeypatch: pytest.MonkeyPatch):
+    runs: list[str] = []
+    _copying_builder(made, runs, monkeypatch, failure=prebuiltcache._INTERRUPTED)
+    assert prebuiltcache._loaded() is None and prebuiltcache._loaded() is None
+    assert len(runs) == 2 and not (cache / f"{runs[0]}.failed").exists()
+
+
+def test_a_killed_builds_scratch_is_removed_before_the_next(cache: Path, made: Path, monkeypatch: pytest.MonkeyPatch):
+    runs: list[str] = []
+    _copying_builder(made, runs, monkeypatch)
+    name = prebuiltcache.module_name()
+    (cache / f".{name}-orphan").mkdir(parents=True)
+    (cache / f".{name}-orphan" / made.name).write_bytes(b"half a module")
+    assert prebuiltcache._loaded() is not None and runs == [name]
+    assert not (cache / f".{name}-orphan").exists()
+
+
+def test_other_versions_modules_are_kept_while_used_and_removed_once_not(
+    cache: Path, made: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two installs sharing a cache (two Pythons, two versions) each keep theirs: one not imported for
+    STALE_S is removed with the next build; one imported is marked used (once a day at most)."""
+    runs: list[str] = []
+    _copying_builder(made, runs, monkeypatch)
+    cache.mkdir()
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    recent, old = cache / f"{prebuiltcache.PREFIX}recent{suffix}", cache / f"{prebuiltcache.PREFIX}old{suffix}"
+    for path in (recent, old):
+        path.write_bytes(b"another version's module")
+    long_ago = time.time() - prebuiltcache.STALE_S - 60
+    os.utime(old, (long_ago, long_ago))
+    assert prebuiltcache._loaded() is not None and len(runs) == 1
+    assert recent.exists() and not old.exists()
+    built_now = prebuiltcache._module_file(cache, runs[0])
+    assert built_now is not None
+    os.utime(built_now, (long_ago, long_ago))
+    assert prebuiltcache._loaded() is not None and len(runs) == 1  # (found: imported, not built)
+    assert time.time() - built_now.stat().st_mtime < 3600
+
+
+def test_the_builder_refuses_to_build_other_sources_under_this_name(tmp_path: Path) -> None:
+    """The builder imports the tpufleet first on its path: one whose sources are not those the name says (another
+    checkout in its working directory, say) would cache the wrong kernels under this version's name."""
+    from tpufleet.state import prebuiltbuild
+
+    assert prebuiltbuild.main(str(tmp_path), prebuiltcache.PREFIX + "0" * 20) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_module_without_a_function_it_should_have_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    saved = prebuilt._installed
+    monkeypatch.setattr(prebuiltcache, "_loaded", lambda: types.ModuleType(prebuiltcache.PREFIX + "empty"))
+    assert not prebuiltcache.install.__wrapped__()
+    assert prebuilt._installed is saved

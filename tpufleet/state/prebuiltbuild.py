@@ -45,5 +45,16 @@ def _releasing_the_lock(flags: Any) -> Any:
     return Releasing
 
 
+def main(directory: str, name: str) -> int:
+    """Build `name`, unless the sources found here are not those it names (another tpufleet's on the path)."""
+    from tpufleet.state import prebuiltcache
+
+    if prebuiltcache.module_name() != name:
+        print(f"the sources here are {prebuiltcache.module_name()}'s, not {name}'s", file=sys.stderr)
+        return 1
+    build(directory, name)
+    return 0
+
+
 if __name__ == "__main__":
-    build(sys.argv[1], sys.argv[2])
+    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import types
 from pathlib import Path
 
@@ -37,11 +38,16 @@ _BUILDER = "tpufleet.state.prebuiltbuild"
 @functools.cache
 def install() -> bool:
     """Install the prebuilt kernels, building them first when not built (once); False where they cannot be (no
-    Numba, its JIT switched off, no C compiler or writable cache): Numba's JIT is used then, as before."""
+    Numba, its JIT switched off, no C compiler or writable cache, a module without a function it should have):
+    Numba's JIT is used then, as before."""
     module = _loaded()
-    if module is not None:
+    if module is None:
+        return False
+    try:
         prebuilt.install(module)
-    return module is not None
+    except AttributeError:  # (a module built from other sources under this name: never by `_build`, which checks)
+        return False
+    return True
 
 
 def _loaded() -> types.ModuleType | None:
@@ -54,6 +60,7 @@ def _loaded() -> types.ModuleType | None:
     for directory in directories:
         found = _module_file(directory, name)
         if found is not None:
+            _used(found)
             return _imported(name, found)
     for directory in directories:
         if _writable(directory):
@@ -114,6 +121,8 @@ def _built(directory: Path, name: str) -> Path | None:
             found = _module_file(directory, name)
             if found is not None or (directory / f"{name}.failed").exists():
                 return found
+            for scratch in directory.glob(f".{name}-*"):  # (a build whose process was killed: none runs now)
+                shutil.rmtree(scratch, ignore_errors=True)
             return _build(directory, name)
     except (filelock.Timeout, OSError):
         return None
@@ -122,7 +131,7 @@ def _built(directory: Path, name: str) -> Path | None:
 def _build(directory: Path, name: str) -> Path | None:
     """Run the builder into a fresh directory beside the cache and rename its module into place; on a failure,
     write NAME.failed with the builder's last words."""
-    scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=directory))
+    scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=directory)).resolve()
     try:
         failure = _run_builder(scratch, name)
         made = _module_file(scratch, name)
@@ -130,34 +139,65 @@ def _build(directory: Path, name: str) -> Path | None:
             os.replace(made, directory / made.name)
             _drop_stale(directory, name)
             return directory / made.name
-        (directory / f"{name}.failed").write_text(failure or "the builder wrote no module\n")
+        if failure is not None and failure is not _INTERRUPTED:  # (a build killed may build next time)
+            (directory / f"{name}.failed").write_text(failure)
         return None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+_INTERRUPTED = "the builder was killed by a signal\n"
+
+
 def _run_builder(scratch: Path, name: str) -> str | None:
-    """The builder run in its own process: None when it succeeded, else why not (its output's last lines)."""
+    """The builder run in its own process: None when it succeeded, else why not (its output's last lines). Run in
+    `scratch` with this tpufleet first on its path (`-P`: not the working directory's, which may hold another
+    tpufleet); it refuses to build when its sources' name is not `name`."""
     package_parent = str(Path(_origin("tpufleet")).parent.parent)
     path = os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH", "")) if p)
-    command = [sys.executable, "-m", _BUILDER, str(scratch), name]
+    command = [sys.executable, "-P", "-m", _BUILDER, str(scratch), name]
     try:
         done = subprocess.run(
-            command, env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
+            command,
+            cwd=scratch,
+            env={**os.environ, "PYTHONPATH": path},
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{type(e).__name__}: {e}\n"
     if done.returncode == 0:
         return None
+    if done.returncode < 0:
+        return _INTERRUPTED
     return "".join((done.stdout + done.stderr).splitlines(keepends=True)[-20:]) or f"exit {done.returncode}\n"
 
 
+STALE_S = 14 * 86400  # a module of other sources or versions not imported for this long is removed
+
+
+def _used(path: Path) -> None:
+    """Mark the module as imported now (its time of change: `_drop_stale` removes the others not used for long)."""
+    try:
+        if time.time() - path.stat().st_mtime > STALE_S / 14:  # (once a day at most: no write on every report)
+            os.utime(path)
+    except OSError:
+        pass
+
+
 def _drop_stale(directory: Path, name: str) -> None:
-    """Remove the modules built for other sources or versions and their failures (a process still using one keeps
-    its mapping; their locks are left: another version's process may hold one)."""
+    """Remove the modules built for other sources or versions not imported for STALE_S, and failures as old (a
+    process still using one keeps its mapping; another install sharing the cache, a Python or tpufleet of its own,
+    uses its module daily and keeps it; locks are left: another version's process may hold one)."""
     for stale in directory.glob(f"{PREFIX}*"):
-        if not stale.name.startswith(name) and not stale.name.endswith(".lock") and stale.is_file():
-            stale.unlink(missing_ok=True)
+        if stale.name.startswith(name) or stale.name.endswith(".lock") or not stale.is_file():
+            continue
+        try:
+            if time.time() - stale.stat().st_mtime > STALE_S:
+                stale.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def _imported(name: str, path: Path) -> types.ModuleType | None:
