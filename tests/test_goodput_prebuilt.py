@@ -376,12 +376,14 @@ def test_other_versions_modules_are_kept_while_used_and_removed_once_not(
     cache.mkdir()
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     recent, old = cache / f"{prebuiltcache.PREFIX}recent{suffix}", cache / f"{prebuiltcache.PREFIX}old{suffix}"
-    for path in (recent, old):
-        path.write_bytes(b"another version's module")
+    lock = cache / f"{prebuiltcache.PREFIX}old.lock"  # (its process may hold it still: a lock is never removed)
+    for path in (recent, old, lock):
+        path.write_bytes(b"another version's")
     long_ago = time.time() - prebuiltcache.STALE_S - 60
     os.utime(old, (long_ago, long_ago))
+    os.utime(lock, (long_ago, long_ago))
     assert prebuiltcache._loaded() is not None and len(runs) == 1
-    assert recent.exists() and not old.exists()
+    assert recent.exists() and lock.exists() and not old.exists()
     built_now = prebuiltcache._module_file(cache, runs[0])
     assert built_now is not None
     os.utime(built_now, (long_ago, long_ago))
