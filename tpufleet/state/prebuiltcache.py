@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.machinery
-import importlib.metadata
 import importlib.util
 import os
 import platform
@@ -70,15 +69,25 @@ def _loaded() -> types.ModuleType | None:
 
 
 def module_name() -> str:
-    """The module's name for these sources, Numba, llvmlite, numpy, Python and machine: one built for others is
-    never imported."""
+    """The module's name for these sources, these installs of Numba, llvmlite and numpy, Python and the machine:
+    one built for others is never imported."""
     digest = hashlib.sha256()
     for module in (*(f"tpufleet.goodput.{s}" for s in prebuilt.SOURCES), prebuilt.__name__, _BUILDER):
         digest.update(Path(_origin(module)).read_bytes())
-    for distribution in ("numba", "llvmlite", "numpy"):
-        digest.update(importlib.metadata.version(distribution).encode())
+    for package in ("numba", "llvmlite", "numpy"):
+        digest.update(_installed(package).encode())
     digest.update(f"{sys.version} {sys.implementation.cache_tag} {platform.machine()}".encode())
     return PREFIX + digest.hexdigest()[:20]
+
+
+def _installed(package: str) -> str:
+    """What tells one install of `package` from another: its metadata's directory names beside it (their version)
+    and its ``__init__.py``'s path, size and time of change (importlib.metadata, 60 ms to import, would be most of
+    what finding the module costs)."""
+    origin = Path(_origin(package))
+    stat = origin.stat()
+    versions = sorted(p.name for p in origin.parent.parent.glob(f"{package}-*.dist-info"))
+    return f"{versions} {origin} {stat.st_size} {stat.st_mtime_ns}"
 
 
 def _origin(module: str) -> str:
