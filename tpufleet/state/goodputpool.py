@@ -125,8 +125,9 @@ def decode_piece(piece: bytes, compiled: bool = False) -> fastread.Decoded | Non
 PARALLEL_MIN_BYTES = 64 * MiB  # native logs at least this large are decoded in worker processes too
 
 # Native logs at least this large have their event lines read by the compiled loop (`linescan`), when Numba is
-# installed: loading Numba and the loop costs about a second (compiling it the first time, a few more), which the
-# loop wins back at about this size (benchmarks/bench_goodput.py).
+# installed: loading Numba and the loop cost about a second (compiling it the first time, a few more), which the
+# loop won back at about this size (benchmarks/bench_goodput.py). Built ahead of time (`prebuiltcache`), it loads
+# in 0.03 s, but its first build takes about 8 s: a smaller log would pay that on a new install.
 COMPILED_MIN_BYTES = 128 * MiB
 
 
