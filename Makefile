@@ -64,8 +64,8 @@ lint: $(STAMP)
 # where that module cannot be used (TPUFLEET_PREBUILT=0, no C compiler); the first large report would pay for each.
 sweep-deps: $(STAMP)
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-sweep.lock
-	@$(BIN)/python -c "from tpufleet.state import prebuiltcache as p; p.install() or print('note: the kernels could not \
-	be built ahead of time (see NAME.failed beside them): Numba loads them for each large report (0.45 s)')"
+	@$(BIN)/python -c "from tpufleet.state import prebuiltcache as p; p.install() or print('note: the kernels are not \
+	built ahead of time (see _tpufleet_kernels_*.failed in their cache, if any): Numba loads them for each large report')"
 	@$(BIN)/python -c "from tpufleet.goodput import compiledaccount as c; c.prepared() or print('warning: the compiled \
 	loop could not be compiled: goodput-report reads large logs with msgspec (the same answers, slower)')"
 

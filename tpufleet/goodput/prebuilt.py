@@ -124,7 +124,8 @@ def argument_types(signature: str) -> list[str]:
 def _checker(text: str) -> Callable[[Any], bool]:
     """Whether an argument is what a built function reads for the type `text`: an array of its dtype and
     dimensions, C-contiguous, aligned and writeable (but the loop's bytes, which it only reads), or a number of
-    its type. (A few tenths of a microsecond an argument: Numba's own dispatch of a call costs about as much.)"""
+    its type. (A few tenths of a microsecond an argument, about 2 us for eight: Numba's own dispatch of a call takes
+    about 1 us.)"""
     import numpy as np
 
     if "[" not in text:

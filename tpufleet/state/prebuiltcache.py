@@ -1,13 +1,14 @@
-"""The prebuilt kernels' cache (`tpufleet.goodput.prebuilt`): built once per version of their sources, Numba and
-numpy (`module_name`), in a process of its own (`prebuiltbuild`, about 8 s), imported and installed, so a report of
-a large log never imports Numba.
+"""The prebuilt kernels' cache (`tpufleet.goodput.prebuilt`): built once for their sources, the installs of Numba,
+llvmlite and numpy, Python's version and the machine's architecture (`module_name`), in a process of its own
+(`prebuiltbuild`, about 8 s), imported and installed, so a report of a large log never imports Numba.
 
 Kept where Numba keeps its own cache of the same functions: ``$NUMBA_CACHE_DIR/tpufleet`` when set, else the
 kernels' ``__pycache__``, else ``$XDG_CACHE_HOME/tpufleet`` (``~/.cache/tpufleet``). Two processes that want it at
 once build it once (a lock beside it; the second waits, then imports the first's); a module is written whole, then
-renamed into place. A build that fails (no C compiler, say) leaves ``NAME.failed`` beside it, saying why, and
-Numba's JIT is used as before, without trying again until the sources or versions change (remove the file to try
-again). ``TPUFLEET_PREBUILT=0`` leaves the JIT alone; so does Numba's ``NUMBA_DISABLE_JIT``.
+renamed into place. A build that fails (no C compiler or setuptools, say) leaves ``NAME.failed`` beside it, saying
+why, and Numba's JIT is used as before, without trying again until the sources or installs change (remove the file
+to try again). ``TPUFLEET_PREBUILT=0`` leaves Numba's JIT in use; with Numba's ``NUMBA_DISABLE_JIT`` nothing is
+built, and the loop is not used (`linescan`).
 """
 
 from __future__ import annotations
@@ -30,21 +31,22 @@ from tpufleet.goodput import prebuilt
 
 SWITCH = "TPUFLEET_PREBUILT"  # "0": Numba's JIT alone
 PREFIX = "_tpufleet_kernels_"
-BUILD_TIMEOUT_S = 900  # (8 s on the project's 2-CPU machine, quiet)
+BUILD_TIMEOUT_S = 900  # (about 8 s on a quiet 2-CPU machine)
 _BUILDER = "tpufleet.state.prebuiltbuild"
 
 
 @functools.cache
 def install() -> bool:
     """Install the prebuilt kernels, building them first when not built (once); False where they cannot be (no
-    Numba, its JIT switched off, no C compiler or writable cache, a module without a function it should have):
-    Numba's JIT is used then, as before."""
+    Numba, TPUFLEET_PREBUILT=0 or NUMBA_DISABLE_JIT, no C compiler or writable cache, a build that failed before, a
+    module that cannot be imported or lacks a function it should have): Numba's JIT is used then, as before
+    (unless NUMBA_DISABLE_JIT)."""
     module = _loaded()
     if module is None:
         return False
     try:
         prebuilt.install(module)
-    except AttributeError:  # (a module built from other sources under this name: never by `_build`, which checks)
+    except AttributeError:  # (a module built from other sources under this name: never by the builder, which checks)
         return False
     return True
 
@@ -138,8 +140,8 @@ def _built(directory: Path, name: str) -> Path | None:
 
 
 def _build(directory: Path, name: str) -> Path | None:
-    """Run the builder into a fresh directory beside the cache and rename its module into place; on a failure,
-    write NAME.failed with the builder's last words."""
+    """Run the builder into a fresh directory beside the cache and rename its module into place; on a failure
+    (but a builder killed by a signal), write NAME.failed with the builder's last words."""
     scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=directory)).resolve()
     try:
         failure = _run_builder(scratch, name)
@@ -183,7 +185,7 @@ def _run_builder(scratch: Path, name: str) -> str | None:
     return "".join((done.stdout + done.stderr).splitlines(keepends=True)[-20:]) or f"exit {done.returncode}\n"
 
 
-STALE_S = 14 * 86400  # a module of other sources or versions not imported for this long is removed
+STALE_S = 14 * 86400  # a module of other sources or installs not imported for this long goes at the next build
 
 
 def _used(path: Path) -> None:
