@@ -41,10 +41,8 @@ def kernels_in_use(kind: str) -> Iterator[Any]:
     the loop and the accounting using those meanwhile."""
     if kind == "prebuilt" and not prebuiltcache.install():
         pytest.skip("the prebuilt kernels could not be built here (a C compiler is needed: see NAME.failed)")
-    saved = prebuilt._installed
-    if kind == "jit":
-        prebuilt._installed = None
-    _forget_kernels()
+    saved = prebuilt.installed()
+    prebuilt.use(saved if kind == "prebuilt" else None)
     handed_on = sum(prebuilt.FALLBACKS.values())
     try:
         kernel = compiledaccount._kernel()
@@ -54,8 +52,7 @@ def kernels_in_use(kind: str) -> Iterator[Any]:
         # (what was asked of the built functions was answered by them: none handed to the JIT's)
         assert sum(prebuilt.FALLBACKS.values()) == handed_on, f"calls handed to the JIT: {prebuilt.FALLBACKS}"
     finally:
-        prebuilt._installed = saved
-        _forget_kernels()
+        prebuilt.use(saved)
 
 
 @pytest.fixture(scope="module")
@@ -65,21 +62,10 @@ def built() -> Iterator[Any]:
 
 
 @pytest.fixture
-def jit_only() -> Any:
-    """Numba's JIT for the test (the prebuilt kernels installed again after it)."""
-    saved = prebuilt._installed
-    prebuilt._installed = None
-    _forget_kernels()
-    try:
-        yield
-    finally:
-        prebuilt._installed = saved
-        _forget_kernels()
-
-
-def _forget_kernels() -> None:
-    linescan._kernel.cache_clear()
-    compiledaccount._kernel.cache_clear()
+def jit_only() -> Iterator[Any]:
+    """Numba's JIT for the test (the prebuilt kernels used again after it)."""
+    with kernels_in_use("jit") as kernel:
+        yield kernel
 
 
 def _lines(seed: int, count: int) -> bytes:
@@ -138,15 +124,9 @@ def test_a_report_is_the_same_with_the_prebuilt_kernels_and_the_jits(built: Any,
     path.write_text("\n".join(with_defects(seed, 6, seed % 3)) + "\n")
     prebuilt_reports = [_report([path], skip_bad) for skip_bad in (False, True)]
     assert linescan._kernel() is built
-    saved = prebuilt._installed
-    prebuilt._installed = None
-    _forget_kernels()
-    try:
+    with kernels_in_use("jit"):
         assert isinstance(linescan._kernel(), type(sys))  # (Numba's JIT: the kernel modules themselves)
         assert [_report([path], skip_bad) for skip_bad in (False, True)] == prebuilt_reports
-    finally:
-        prebuilt._installed = saved
-        _forget_kernels()
 
 
 _NO_NUMBA = """
@@ -402,7 +382,19 @@ def test_the_builder_refuses_to_build_other_sources_under_this_name(tmp_path: Pa
 
 
 def test_a_module_without_a_function_it_should_have_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    saved = prebuilt._installed
+    saved = prebuilt.installed()
     monkeypatch.setattr(prebuiltcache, "_loaded", lambda: types.ModuleType(prebuiltcache.PREFIX + "empty"))
     assert not prebuiltcache.install.__wrapped__()
-    assert prebuilt._installed is saved
+    assert prebuilt.installed() is saved
+
+
+def test_a_cache_whose_name_cannot_be_told_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel source or an install's files unreadable: no module, no error (the JIT then, as before)."""
+
+    def unreadable(package: str) -> str:
+        raise PermissionError(13, "Permission denied", package)
+
+    saved = prebuilt.installed()
+    monkeypatch.setattr(prebuiltcache, "_installed", unreadable)
+    assert not prebuiltcache.install.__wrapped__()
+    assert prebuilt.installed() is saved

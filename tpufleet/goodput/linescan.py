@@ -53,10 +53,9 @@ def _kernel() -> Any:
         with warnings.catch_warnings(), without_scipy_blas():  # Numba warns of a cache it cannot write: the loop is
             warnings.simplefilter("ignore")  # compiled each time
             linekernel = prebuilt.installed() or importlib.import_module("tpufleet.goodput.linekernel")
-            if (
-                isinstance(linekernel, types.ModuleType) and linekernel.numba.config.DISABLE_JIT
-            ):  # Numba's debug switch: the loop would run as Python on numpy
-                return None  # bytes (uint8 arithmetic that wraps), and slowly
+            debugged = _jitted(linekernel) and linekernel.numba.config.DISABLE_JIT
+            if debugged:  # Numba's debug switch: the loop would run as Python on numpy bytes (uint8 arithmetic that
+                return None  # wraps), and slowly
             _, t, cols, counts = _scanned(linekernel, _CHECK_LINE) or (0, [0], [[0]], ())  # compiled (or loaded) now
             filled = _stops_when_full(linekernel)
             feeds = linekernel.line_count(np.frombuffer(_CHECK_LINE * 3, dtype=np.uint8))  # (`line_feeds`' count)
@@ -106,13 +105,18 @@ def loaded() -> bool:
     return bool(_kernel.cache_info().currsize) and _kernel() is not None
 
 
+def _jitted(kernel: Any) -> bool:
+    """Whether `kernel` is the loop's module as Numba's JIT compiles it (not none, nor the one built ahead of time)."""
+    return isinstance(kernel, types.ModuleType)
+
+
 def line_feeds(data: bytes) -> int | None:
     """The line feeds in `data`, counted by the compiled loop's count once the loop is loaded from Numba's JIT
     (twice as fast as ``bytes.count``, and run without the interpreter's lock); None when it is not loaded (nothing
     is loaded here: the reading that uses the loop loads it) or is the one built ahead of time (`prebuilt`: built
     for a generic CPU, its count is not vectorised and ``bytes.count`` is faster)."""
-    kernel = _kernel() if loaded() else None
-    if not isinstance(kernel, types.ModuleType):
+    kernel: Any = _kernel() if loaded() else None
+    if not _jitted(kernel):
         return None
     import numpy as np
 

@@ -72,11 +72,16 @@ class Prebuilt(types.SimpleNamespace):
 _installed: Prebuilt | None = None
 
 
-def install(built: types.ModuleType | None) -> None:
-    """Use `built` (the module built from EXPORTS, imported), or Numba's JIT again with None; the kernels loaded
-    before are loaded again when next asked for (from it, checked as ever)."""
+def install(built: types.ModuleType) -> None:
+    """Use `built`, the module built from EXPORTS, imported (`guarded`)."""
+    use(guarded(built))
+
+
+def use(kernels: Prebuilt | None) -> None:
+    """Use these built functions from now on, or Numba's JIT's with None; the kernels loaded before are loaded
+    again when next asked for (these, checked as ever)."""
     global _installed
-    _installed = None if built is None else guarded(built)
+    _installed = kernels
     from tpufleet.goodput import compiledaccount, linescan
 
     linescan._kernel.cache_clear()

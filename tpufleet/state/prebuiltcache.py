@@ -41,7 +41,10 @@ def install() -> bool:
     Numba, TPUFLEET_PREBUILT=0 or NUMBA_DISABLE_JIT, no C compiler or writable cache, a build that failed before, a
     module that cannot be imported or lacks a function it should have): Numba's JIT is used then, as before
     (unless NUMBA_DISABLE_JIT)."""
-    module = _loaded()
+    try:
+        module = _loaded()
+    except (OSError, ImportError):  # (a source or an install's files unreadable: its name cannot be told)
+        return False
     if module is None:
         return False
     try:
